@@ -1,4 +1,67 @@
 #ifndef SIWA_COPENSSL_SHIM_H
 #define SIWA_COPENSSL_SHIM_H
+
+// OpenSSL 3 headers used by the JOSE target. Swift cannot call C function-like macros
+// or variadic functions, so the few we need get small static inline wrappers below.
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+
+/// EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *siwa_generate_p256_key(void) {
+    return EVP_EC_gen("P-256");
+}
+
+/// EVP_RSA_gen is a macro over the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *siwa_generate_rsa_key(unsigned int bits) {
+    return EVP_RSA_gen(bits);
+}
+
+/// A password callback that always refuses: without it OpenSSL's default callback would
+/// prompt on the controlling terminal when handed an encrypted PEM, hanging a server.
+static inline int siwa_refuse_password(char *buf, int size, int rwflag, void *userdata) {
+    (void)buf; (void)size; (void)rwflag; (void)userdata;
+    return -1;
+}
+
+/// Reads the first private key in a PEM BIO (PKCS#8, SEC1 "EC PRIVATE KEY" or PKCS#1
+/// "RSA PRIVATE KEY"); encrypted keys fail instead of prompting.
+static inline EVP_PKEY *siwa_pem_read_private_key(BIO *bio) {
+    return PEM_read_bio_PrivateKey(bio, NULL, siwa_refuse_password, NULL);
+}
+
+/// Reads the first SubjectPublicKeyInfo ("BEGIN PUBLIC KEY") in a PEM BIO.
+static inline EVP_PKEY *siwa_pem_read_public_key(BIO *bio) {
+    return PEM_read_bio_PUBKEY(bio, NULL, siwa_refuse_password, NULL);
+}
+
+/// BIO_get_mem_data is a macro over BIO_ctrl.
+static inline long siwa_bio_get_mem_data(BIO *bio, char **data) {
+    return BIO_get_mem_data(bio, data);
+}
+
+/// OPENSSL_free is a macro that records the call site.
+static inline void siwa_openssl_free(void *pointer) {
+    OPENSSL_free(pointer);
+}
+
+/// EVP_PKEY_PUBLIC_KEY is a macro expression Swift does not import.
+static inline int siwa_selection_public_key(void) {
+    return EVP_PKEY_PUBLIC_KEY;
+}
+
+/// GCM control codes are macro aliases; exposed as functions so Swift sees plain ints.
+static inline int siwa_ctrl_gcm_set_ivlen(void) { return EVP_CTRL_GCM_SET_IVLEN; }
+static inline int siwa_ctrl_gcm_get_tag(void) { return EVP_CTRL_GCM_GET_TAG; }
+static inline int siwa_ctrl_gcm_set_tag(void) { return EVP_CTRL_GCM_SET_TAG; }
+
 #endif

@@ -1,0 +1,99 @@
+internal import COpenSSL
+
+/// SHA-256 (FIPS 180-4) through OpenSSL.
+public enum SHA256 {
+    /// The 32-byte SHA-256 digest of `data`.
+    public static func hash(_ data: some Collection<UInt8>) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let ok = OpenSSL.withBytes(Array(data)) { pointer, count in
+            // `digest` holds 32 bytes, SHA-256's fixed output size.
+            EVP_Digest(pointer, count, &digest, &length, EVP_sha256(), nil)
+        }
+        // A one-shot digest with the built-in default provider only fails if the library
+        // itself is broken (e.g. out of memory); there is no sensible way to continue.
+        precondition(ok == 1 && length == 32, "OpenSSL SHA-256 failed: \(OpenSSL.drainErrors())")
+        return digest
+    }
+
+    /// The SHA-256 digest of `data` as 64 lowercase hexadecimal characters.
+    public static func hexDigest(_ data: some Collection<UInt8>) -> String {
+        Hex.encode(hash(data))
+    }
+}
+
+/// HMAC-SHA-256 (RFC 2104, RFC 4231) through OpenSSL.
+public enum HMACSHA256 {
+    /// The 32-byte HMAC-SHA-256 of `data` under `key` (any key length).
+    public static func authenticationCode(key: some Collection<UInt8>, data: some Collection<UInt8>) -> [UInt8] {
+        var mac = [UInt8](repeating: 0, count: 32)
+        var length = 0
+        let result = OpenSSL.withBytes(Array(key)) { keyPointer, keyCount in
+            OpenSSL.withBytes(Array(data)) { dataPointer, dataCount in
+                // `mac` holds 32 bytes and OpenSSL is told so; it never writes more.
+                EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil, keyPointer, keyCount, dataPointer, dataCount, &mac, mac.count, &length)
+            }
+        }
+        // As for SHA-256: only a broken library fails here.
+        precondition(result != nil && length == 32, "OpenSSL HMAC-SHA256 failed: \(OpenSSL.drainErrors())")
+        return mac
+    }
+
+    /// Whether `mac` is the HMAC-SHA-256 of `data` under `key`, compared in constant time.
+    public static func isValid(_ mac: some Collection<UInt8>, key: some Collection<UInt8>, data: some Collection<UInt8>) -> Bool {
+        ConstantTime.equals(authenticationCode(key: key, data: data), mac)
+    }
+}
+
+/// Comparisons whose timing does not depend on where the inputs differ.
+public enum ConstantTime {
+    /// Whether `a` and `b` hold the same bytes. The time taken depends only on the lengths
+    /// (a length mismatch returns early: lengths of MACs and hashes are public).
+    public static func equals(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        let left = Array(a)
+        let right = Array(b)
+        guard left.count == right.count else { return false }
+        return OpenSSL.withBytes(left) { leftPointer, count in
+            OpenSSL.withBytes(right) { rightPointer, _ in
+                // Both buffers hold `count` bytes (checked above).
+                CRYPTO_memcmp(leftPointer, rightPointer, count) == 0
+            }
+        }
+    }
+}
+
+/// Cryptographically secure random bytes from OpenSSL's DRBG.
+public enum SecureRandom {
+    /// `count` random bytes. Traps only if OpenSSL's CSPRNG fails, since continuing with
+    /// predictable "random" values would be worse than stopping.
+    public static func bytes(count: Int) -> [UInt8] {
+        precondition(count >= 0 && count <= Int(Int32.max), "invalid random byte count \(count)")
+        guard count > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        // `bytes` holds exactly `count` bytes.
+        let ok = RAND_bytes(&bytes, Int32(count))
+        precondition(ok == 1, "OpenSSL RAND_bytes failed: \(OpenSSL.drainErrors())")
+        return bytes
+    }
+
+    /// A random token: `byteCount` random bytes as unpadded base64url (32 bytes = 256 bits).
+    public static func token(byteCount: Int = 32) -> String {
+        Base64URL.encode(bytes(count: byteCount))
+    }
+}
+
+/// Lowercase hexadecimal encoding.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// `bytes` as lowercase hexadecimal, two characters per byte.
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
