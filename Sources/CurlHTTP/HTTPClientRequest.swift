@@ -1,0 +1,99 @@
+import Foundation
+
+/// An outbound HTTP request for ``CurlHTTPClient``.
+public struct HTTPClientRequest: Sendable {
+    /// The request method.
+    public enum Method: String, Sendable {
+        case GET, POST, PUT, PATCH, DELETE, HEAD
+    }
+
+    /// The request method; `GET` by default.
+    public var method: Method
+    /// Absolute `http` or `https` URL. Other schemes are refused with ``HTTPClientError/invalidURL(_:)``.
+    public var url: String
+    /// Extra header fields, sent in order. A field with the same name as one libcurl
+    /// adds itself (`User-Agent`, `Accept`, `Content-Type`) replaces it.
+    public var headers: [HTTPHeader]
+    /// The request body, sent as is with a `Content-Length`; `nil` for none.
+    public var body: [UInt8]?
+    /// Total time allowed for this request; overrides ``CurlHTTPClient/Configuration/defaultTimeout``.
+    public var timeout: Duration?
+
+    /// Creates a request.
+    public init(
+        method: Method = .GET,
+        url: String,
+        headers: [HTTPHeader] = [],
+        body: [UInt8]? = nil,
+        timeout: Duration? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+
+    /// A `POST` with an `application/x-www-form-urlencoded` body.
+    ///
+    /// Names and values are percent-encoded byte by byte (UTF-8); only RFC 3986
+    /// unreserved characters are kept, so a space becomes `%20`.
+    public static func form(
+        url: String,
+        fields: [(String, String)],
+        headers: [HTTPHeader] = [],
+        timeout: Duration? = nil
+    ) -> HTTPClientRequest {
+        let body = fields
+            .map { "\(formEncode($0.0))=\(formEncode($0.1))" }
+            .joined(separator: "&")
+        return HTTPClientRequest(
+            method: .POST,
+            url: url,
+            headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded")] + headers,
+            body: Array(body.utf8),
+            timeout: timeout
+        )
+    }
+
+    /// A request with a JSON body (encoded with a default `JSONEncoder`) and
+    /// `Content-Type: application/json`.
+    ///
+    /// - Throws: the encoder's error when `body` cannot be encoded.
+    public static func json(
+        method: Method = .POST,
+        url: String,
+        body: some Encodable,
+        headers: [HTTPHeader] = [],
+        timeout: Duration? = nil
+    ) throws -> HTTPClientRequest {
+        let data = try JSONEncoder().encode(body)
+        return HTTPClientRequest(
+            method: method,
+            url: url,
+            headers: [HTTPHeader("Content-Type", "application/json")] + headers,
+            body: Array(data),
+            timeout: timeout
+        )
+    }
+
+    /// Percent-encodes everything but RFC 3986 unreserved characters.
+    static func formEncode(_ string: String) -> String {
+        var encoded = ""
+        encoded.reserveCapacity(string.utf8.count)
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
+                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0x0F)]))
+            }
+        }
+        return encoded
+    }
+}

@@ -1,0 +1,25 @@
+import Synchronization
+
+/// One accepted request on its way through the loop: what to send, and whom to tell.
+///
+/// The continuation is resumed exactly once, by whichever of completion, cancellation
+/// or shutdown gets there first; later attempts find it gone and do nothing.
+final class Transfer: Sendable {
+    let id: UInt64
+    let options: TransferOptions
+    private let continuation: Mutex<CheckedContinuation<HTTPClientResponse, any Error>?>
+
+    init(id: UInt64, options: TransferOptions, continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
+        self.id = id
+        self.options = options
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(with result: Result<HTTPClientResponse, HTTPClientError>) {
+        let taken = continuation.withLock { slot in
+            defer { slot = nil }
+            return slot
+        }
+        taken?.resume(with: result.mapError { $0 as any Error })
+    }
+}
