@@ -1,0 +1,77 @@
+import AppleSignIn
+import CurlHTTP
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SIWAStore
+
+/// The router with every route and middleware; what arrives as a parameter is all it uses.
+public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: String) -> Router<AppRequestContext> {
+    let router = Router(context: AppRequestContext.self)
+    let configuration = dependencies.configuration
+    router.addMiddleware {
+        SecurityHeadersMiddleware(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS)
+        ErrorPageMiddleware(pages: dependencies.pages, metrics: dependencies.metrics)
+        LogRequestMiddleware(.debug)
+        if configuration.rateLimitPerMinute > 0 {
+            RateLimitMiddleware(limiter: RateLimiter(limitPerMinute: configuration.rateLimitPerMinute, now: dependencies.now),
+                                metrics: dependencies.metrics)
+        }
+        FileMiddleware(publicDirectory, cacheControl: .init([(.allMediaTypes, [.maxAge(3600), .public])]),
+                       searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
+    }
+    router.addRoutes(SignInController(dependencies: dependencies).endpoints)
+    router.addRoutes(CallbackController(dependencies: dependencies).endpoints)
+    router.addRoutes(AccountController(dependencies: dependencies).endpoints)
+    router.addRoutes(NotificationsController(dependencies: dependencies).endpoints)
+    router.addRoutes(NativeAPIController(dependencies: dependencies).endpoints)
+    router.addRoutes(OperationsController(dependencies: dependencies).endpoints)
+    return router
+}
+
+/// The web application: the router, the revocation worker and the sweeper, and the service that
+/// closes the database and the HTTP client last on shutdown.
+public func buildApplication(
+    _ dependencies: SIWADependencies, logger: Logger, publicDirectory: String = ResourceLocator.directory("Public"),
+    extraServices: [any Service] = [], onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    let configuration = dependencies.configuration
+    var app = Application(
+        router: buildRouter(dependencies, publicDirectory: publicDirectory),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+        onServerRunning: onServerRunning,
+        logger: logger
+    )
+    app.addServices(ResourceCloser(database: dependencies.database, http: dependencies.http))
+    app.addServices(RevocationWorker(dependencies: dependencies, logger: logger))
+    app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger))
+    for service in extraServices { app.addServices(service) }
+    return app
+}
+
+/// Opens what the configuration names (database, migrations, HTTP client, templates) and builds the
+/// dependencies. The caller runs `buildApplication` with them.
+public func makeDependencies(configuration: SIWAConfiguration, logger: Logger) async throws -> SIWADependencies {
+    let database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
+    try await database.migrate()
+    var httpConfiguration = CurlHTTPClient.Configuration()
+    httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
+    let http = CurlHTTPClient(configuration: httpConfiguration)
+    let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"),
+                                       siteName: configuration.siteName)
+    return try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
+}
+
+/// Closes the database pools and the libcurl thread after every other service has stopped
+/// (services stop in reverse order, and this one is added first).
+struct ResourceCloser: Service {
+    let database: SIWADatabase
+    let http: CurlHTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await http.shutdown()
+        try? await database.close()
+    }
+}

@@ -1,0 +1,109 @@
+import AppleSignIn
+import Foundation
+import Hummingbird
+import JOSE
+import Logging
+import SIWAStore
+
+/// What a verified sign-in knows about the person, whichever way it arrived (web, profile form, app).
+struct VerifiedSignIn: Sendable {
+    var sub: String
+    var transferSub: String?
+    var email: String?
+    var emailVerified: Bool
+    var isPrivateEmail: Bool
+    var clientID: String
+    var refreshToken: String?
+    /// The name from this request (the one-time `user` JSON, the form, or the app).
+    var givenName: String?
+    var familyName: String?
+
+    init(sub: String, transferSub: String? = nil, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
+         clientID: String, refreshToken: String?, givenName: String?, familyName: String?) {
+        self.sub = sub
+        self.transferSub = transferSub
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.clientID = clientID
+        self.refreshToken = refreshToken
+        self.givenName = givenName
+        self.familyName = familyName
+    }
+
+    /// From verified id_token claims: the email is trusted only from there.
+    init(claims: IdentityTokenClaims, clientID: String, refreshToken: String?, givenName: String?, familyName: String?) {
+        self.init(sub: claims.sub, transferSub: claims.transferSub, email: claims.email,
+                  emailVerified: claims.emailVerified ?? false, isPrivateEmail: claims.isPrivateEmail ?? false,
+                  clientID: clientID, refreshToken: refreshToken, givenName: givenName, familyName: familyName)
+    }
+
+    var hasName: Bool { !(givenName ?? "").isEmpty || !(familyName ?? "").isEmpty }
+}
+
+/// The end of a sign-in: the account by `sub` only, a name from this request or the fallback table,
+/// and a session — or, when a new account has no name anywhere, `.profileRequired`.
+enum SignInResult {
+    case signedIn(account: UserAccount, created: Bool, sessionToken: String)
+    case profileRequired
+}
+
+extension SIWADependencies {
+    static let webSessionLifetime = Int64(Cookies.sessionLifetime)
+    static let apiSessionLifetime: Int64 = 90 * 86_400
+
+    func complete(_ signIn: VerifiedSignIn, sessionKind: String, logger: Logger) async throws -> SignInResult {
+        var signIn = signIn
+        var existing = try await database.user(sub: signIn.sub)
+        if existing == nil, let transferSub = signIn.transferSub {
+            existing = try await database.user(sub: transferSub)
+        }
+        if existing == nil && !signIn.hasName, let fallback = try await database.appleUserInfo(sub: signIn.sub) {
+            // The one-time `user` JSON from an earlier attempt that did not finish.
+            signIn.givenName = fallback.givenName
+            signIn.familyName = fallback.familyName
+        }
+        if existing == nil && !signIn.hasName {
+            return .profileRequired
+        }
+        let sessionToken = BearerSecret.generate()
+        let now = now()
+        let lifetime = sessionKind == "api" ? Self.apiSessionLifetime : Self.webSessionLifetime
+        let sealedRefreshToken = try signIn.refreshToken.map { try cipher.seal($0, context: refreshTokenContext) }
+        let (account, created) = try await database.completeSignIn(NewSignIn(
+            appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
+            isPrivateEmail: signIn.isPrivateEmail, givenName: signIn.givenName, familyName: signIn.familyName,
+            transferFromSub: signIn.transferSub, clientID: signIn.clientID, refreshToken: sealedRefreshToken,
+            sessionTokenHash: BearerSecret.hash(sessionToken), sessionKind: sessionKind,
+            sessionExpiresAt: now + lifetime, now: now
+        ))
+        logger.info("signed in", metadata: ["user": .string(account.id), "new": .stringConvertible(created), "kind": .string(sessionKind)])
+        return .signedIn(account: account, created: created, sessionToken: sessionToken)
+    }
+
+    /// Writes the one-time `user` data to the fallback table before anything else can fail.
+    func saveUserInfo(sub: String, givenName: String?, familyName: String?, email: String?, rawJSON: String, source: String) async throws {
+        try await database.saveAppleUserInfo(AppleUserInfo(
+            appleSub: sub, givenName: givenName, familyName: familyName, email: email,
+            rawJSON: rawJSON, source: source, receivedAt: now()
+        ))
+    }
+
+    /// Deletes the account and everything about it in one transaction, queuing the Apple revocation
+    /// in the same transaction so it survives restarts (SPEC §5). `revoke: false` for Apple's own
+    /// account-delete notification, where Apple already knows.
+    @discardableResult
+    func deleteAccount(_ account: UserAccount, revoke: Bool) async throws -> Bool {
+        var revocation: RevocationItem?
+        if revoke, let token = try await database.appleToken(userID: account.id) {
+            let now = now()
+            revocation = RevocationItem(
+                id: UUID().uuidString, clientID: token.clientID, token: token.refreshToken, tokenTypeHint: "refresh_token",
+                createdAt: now, attempts: 0, nextAttemptAt: now, lastError: nil, completedAt: nil
+            )
+        }
+        let deleted = try await database.deleteAccount(userID: account.id, revocation: revocation)
+        if revocation != nil { revocationSignal.notify() }
+        return deleted
+    }
+}

@@ -1,0 +1,136 @@
+import AppleSignIn
+import Foundation
+import Hummingbird
+import JOSE
+import Logging
+import SIWAStore
+
+/// The iOS app's credential (SPEC §7): `POST /auth/apple/native`, and the bearer API `GET`/`DELETE /api/me`.
+struct NativeAPIController: Sendable {
+    let dependencies: SIWADependencies
+
+    var endpoints: RouteCollection<AppRequestContext> {
+        RouteCollection(context: AppRequestContext.self)
+            .post("/auth/apple/native", use: signIn)
+            .get("/api/me", use: me)
+            .delete("/api/me", use: deleteMe)
+    }
+
+    struct Credential: Decodable, Sendable {
+        struct FullName: Decodable, Sendable { var givenName: String?; var familyName: String? }
+        var identityToken: String
+        var authorizationCode: String?
+        var nonce: String?
+        var fullName: FullName?
+        var email: String?
+    }
+
+    struct UserView: Encodable, Sendable {
+        var id: String
+        var name: String?
+        var email: String?
+        var isPrivateEmail: Bool
+        init(_ account: UserAccount) {
+            id = account.id
+            name = account.displayName
+            email = account.email
+            isPrivateEmail = account.isPrivateEmail
+        }
+    }
+
+    struct SignInAnswer: Encodable, Sendable { var token: String; var user: UserView }
+
+    static let invalidToken = WebError(.unauthorized, kind: "invalid_token", title: "Invalid token",
+                                       message: "The identity token was not accepted.", retryPath: nil)
+
+    func signIn(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let configuration = dependencies.configuration
+        let logger = context.logger
+        var request = request
+        let body = try await request.collectBody(upTo: FormBody.limit)
+        let credential: Credential
+        do {
+            credential = try JSONDecoder().decode(Credential.self, from: Data(buffer: body))
+        } catch {
+            throw WebError(.badRequest, kind: "invalid_request", title: "Invalid request",
+                           message: "The body must be JSON with at least identityToken.", retryPath: nil)
+        }
+        guard !configuration.nativeClientIDs.isEmpty else {
+            throw WebError(.unauthorized, kind: "invalid_token", title: "Not configured",
+                           message: "This service accepts no app tokens (APPLE_NATIVE_CLIENT_IDS is empty).", retryPath: nil)
+        }
+        let claims: IdentityTokenClaims
+        do {
+            // The app passes the raw nonce; the token carries its SHA-256 (Apple's native convention).
+            claims = try await dependencies.identityTokens.verify(
+                credential.identityToken, audiences: Set(configuration.nativeClientIDs),
+                nonce: credential.nonce.map { .sha256Hex(of: $0) } ?? .notChecked, code: nil)
+        } catch let error as IdentityTokenError {
+            if case .keysUnavailable = error {
+                throw WebError(.badGateway, kind: "apple_keys_unavailable", title: "Apple is not answering",
+                               message: "Apple's keys could not be fetched; try again.", retryPath: nil)
+            }
+            logger.notice("native identity token rejected", metadata: ["reason": .string(error.description)])
+            throw Self.invalidToken
+        }
+        let bundleID = claims.aud
+
+        let givenName = NameField.clean(credential.fullName?.givenName)
+        let familyName = NameField.clean(credential.fullName?.familyName)
+        let email = credential.email.flatMap { NameField.clean($0) }
+        if givenName != nil || familyName != nil || email != nil {
+            let raw = (try? String(decoding: JSONEncoder().encode(["givenName": givenName, "familyName": familyName, "email": email]), as: UTF8.self)) ?? ""
+            try await dependencies.saveUserInfo(sub: claims.sub, givenName: givenName, familyName: familyName, email: email,
+                                                rawJSON: raw, source: "native")
+        }
+
+        var refreshToken: String?
+        if let code = credential.authorizationCode, !code.isEmpty {
+            let tokens: AppleTokenResponse
+            do {
+                tokens = try await dependencies.metrics.timeAppleCall("token") {
+                    try await dependencies.apple.exchangeCode(code, clientID: bundleID, redirectURI: nil)
+                }
+            } catch {
+                var failure = AppleFailure.exchange(error, logger: logger)
+                failure.retryPath = nil
+                throw failure
+            }
+            if let exchangedToken = tokens.idToken {
+                let exchanged = try? await dependencies.identityTokens.verify(
+                    exchangedToken, audiences: [bundleID], nonce: .notChecked, code: nil)
+                guard exchanged?.sub == claims.sub else { throw Self.invalidToken }
+            }
+            refreshToken = tokens.refreshToken
+        }
+
+        let signIn = VerifiedSignIn(claims: claims, clientID: bundleID, refreshToken: refreshToken,
+                                    givenName: givenName, familyName: familyName)
+        switch try await dependencies.complete(signIn, sessionKind: "api", logger: logger) {
+        case .signedIn(let account, let created, let token):
+            dependencies.metrics.signIn(created ? "new_account" : "returning", channel: "native")
+            return .json(SignInAnswer(token: token, user: UserView(account)))
+        case .profileRequired:
+            dependencies.metrics.signIn("profile_required", channel: "native")
+            throw WebError(.conflict, kind: "profile_required", title: "Name required",
+                           message: "This is a new account and no name is known: ask the person for their name and send it as fullName.",
+                           retryPath: nil)
+        }
+    }
+
+    func me(_ request: Request, context: AppRequestContext) async throws -> Response {
+        guard let session = try await dependencies.apiSession(for: request) else { throw Self.unauthorized }
+        return .json(UserView(session.account))
+    }
+
+    func deleteMe(_ request: Request, context: AppRequestContext) async throws -> Response {
+        guard let session = try await dependencies.apiSession(for: request) else { throw Self.unauthorized }
+        try await dependencies.deleteAccount(session.account, revoke: true)
+        context.logger.info("account deleted through the API", metadata: ["user": .string(session.account.id)])
+        return .json(["status": "deleted"])
+    }
+
+    static let unauthorized = WebError(.unauthorized, kind: "unauthorized", title: "Unauthorized",
+                                       message: "A valid bearer token is required.", retryPath: nil,
+                                       headers: [.wwwAuthenticate: "Bearer"])
+}

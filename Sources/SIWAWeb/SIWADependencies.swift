@@ -1,0 +1,90 @@
+import AppleSignIn
+import CurlHTTP
+import Foundation
+import Hummingbird
+import JOSE
+import Logging
+import SIWAStore
+
+/// Everything the web app needs, built once and passed to each controller (no singletons), so a
+/// test builds the same app against a loopback Apple and a temporary database.
+public struct SIWADependencies: Sendable {
+    public let configuration: SIWAConfiguration
+    public let database: SIWADatabase
+    public let http: CurlHTTPClient
+    public let apple: AppleAPIClient
+    public let keys: JWKSCache
+    public let identityTokens: IdentityTokenVerifier
+    public let notifications: NotificationVerifier
+    public let pages: PageRenderer
+    public let metrics: SIWAMetrics
+    public let now: @Sendable () -> Int64
+    let cipher: TokenCipher
+    let csrf: CSRFTokens
+    let revocationSignal: RevocationSignal
+
+    /// Builds the Apple client pieces from `configuration`. The caller owns `database` and `http`.
+    public init(
+        configuration: SIWAConfiguration, database: SIWADatabase, http: CurlHTTPClient, pages: PageRenderer,
+        metrics: SIWAMetrics = SIWAMetrics(),
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) throws {
+        let timeout = Duration.milliseconds(Int64(configuration.appleTimeout * 1000))
+        let secrets = try ClientSecretProvider(
+            teamID: configuration.teamID, keyID: configuration.keyID, privateKey: configuration.privateKey,
+            lifetime: configuration.clientSecretLifetime, now: now
+        )
+        let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: http, secrets: secrets, timeout: timeout)
+        let keys = JWKSCache(keysURL: apple.keysURL, http: http, timeout: timeout, now: now)
+        self.configuration = configuration
+        self.database = database
+        self.http = http
+        self.apple = apple
+        self.keys = keys
+        self.identityTokens = IdentityTokenVerifier(keys: keys, now: now)
+        self.notifications = NotificationVerifier(keys: keys, now: now)
+        self.pages = pages
+        self.metrics = metrics
+        self.now = now
+        self.cipher = TokenCipher(key: configuration.tokenEncryptionKey)
+        self.csrf = CSRFTokens(secret: configuration.tokenEncryptionKey)
+        self.revocationSignal = RevocationSignal()
+    }
+
+    /// Client ids whose tokens this service accepts in notifications: the web Services ID and the app bundles.
+    var allClientIDs: Set<String> { Set([configuration.clientID] + configuration.nativeClientIDs) }
+}
+
+/// The associated data bound into every stored Apple token ciphertext.
+let refreshTokenContext = "siwa apple refresh token v1"
+
+/// Wakes the revocation worker when a deletion enqueues work, so Apple hears about it at once.
+final class RevocationSignal: Sendable {
+    let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func notify() { continuation.yield() }
+    func finish() { continuation.finish() }
+}
+
+extension Response {
+    /// 303 See Other: after a POST the browser GETs `location`.
+    static func seeOther(_ location: String, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.location] = location
+        fields[.cacheControl] = "no-store"
+        return Response(status: .seeOther, headers: fields)
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

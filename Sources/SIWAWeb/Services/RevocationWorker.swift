@@ -1,0 +1,124 @@
+import AppleSignIn
+import Logging
+import ServiceLifecycle
+import SIWAStore
+
+/// Sends queued revocations to Apple until Apple accepts (SPEC §5). The queue is the
+/// `revocation_outbox` table, written in the same transaction as the deletion, so work survives
+/// restarts; each item is leased, so several instances never send one twice at the same time.
+struct RevocationWorker: Service {
+    let dependencies: SIWADependencies
+    let logger: Logger
+    /// Poll interval when nothing wakes the worker (other instances may enqueue too).
+    var pollInterval: Duration = .seconds(5)
+    var batchSize = 16
+    var leaseSeconds: Int64 = 120
+
+    func run() async throws {
+        let signal = dependencies.revocationSignal
+        let wake = WakeUp()
+        try? await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                // Wakes on a deletion in this process, or on the poll interval, whichever comes first.
+                group.addTask {
+                    for await _ in signal.stream { await wake.fire() }
+                }
+                while !Task.isCancelled {
+                    await runOnce()
+                    await wake.wait(upTo: pollInterval)
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Sends every due item once; returns how many were accepted by Apple.
+    @discardableResult
+    func runOnce() async -> Int {
+        let database = dependencies.database
+        var accepted = 0
+        do {
+            while true {
+                let now = dependencies.now()
+                let items = try await database.claimDueRevocations(now: now, limit: batchSize, leaseSeconds: leaseSeconds)
+                if items.isEmpty { break }
+                for item in items {
+                    if await send(item) { accepted += 1 }
+                }
+                if items.count < batchSize { break }
+            }
+            let counts = try await database.revocationCounts()
+            dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
+        } catch {
+            logger.warning("revocation worker could not read the outbox", metadata: ["error": .string(String(describing: error))])
+        }
+        return accepted
+    }
+
+    private func send(_ item: RevocationItem) async -> Bool {
+        let database = dependencies.database
+        do {
+            let token = try dependencies.cipher.open(item.token, context: refreshTokenContext)
+            try await dependencies.metrics.timeAppleCall("revoke") {
+                try await dependencies.apple.revoke(token: token, clientID: item.clientID, tokenTypeHint: item.tokenTypeHint)
+            }
+            try await database.completeRevocation(id: item.id, now: dependencies.now())
+            dependencies.metrics.revocationAttempt("accepted")
+            logger.info("revocation accepted by Apple", metadata: ["item": .string(item.id), "attempts": .stringConvertible(item.attempts + 1)])
+            return true
+        } catch {
+            let delay = Self.backoff(attempts: item.attempts)
+            let description = String(describing: error)
+            dependencies.metrics.revocationAttempt("failed")
+            logger.warning("revocation failed; will retry", metadata: [
+                "item": .string(item.id), "retryIn": .stringConvertible(delay), "error": .string(description),
+            ])
+            try? await database.failRevocation(id: item.id, error: String(description.prefix(500)), nextAttemptAt: dependencies.now() + delay)
+            return false
+        }
+    }
+
+    /// Jittered exponential backoff: the first retry within 5 s, doubling, capped at 10 minutes.
+    static func backoff(attempts: Int) -> Int64 {
+        let base = min(600.0, 2.0 * pow2(attempts))
+        let jittered = base * Double.random(in: 0.5...1.0)
+        return max(1, min(600, Int64(jittered.rounded(.up))))
+    }
+
+    private static func pow2(_ n: Int) -> Double { n >= 20 ? 1_048_576 : Double(1 << max(0, n)) }
+}
+
+/// A one-slot wake-up: `fire` ends the current (or next) `wait` early.
+actor WakeUp {
+    private var pending = false
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func fire() {
+        if let waiter {
+            self.waiter = nil
+            waiter.resume()
+        } else {
+            pending = true
+        }
+    }
+
+    func wait(upTo timeout: Duration) async {
+        if pending {
+            pending = false
+            return
+        }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.fire()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter = continuation
+            }
+        } onCancel: {
+            Task { await self.fire() }
+        }
+        pending = false
+        timer.cancel()
+    }
+}

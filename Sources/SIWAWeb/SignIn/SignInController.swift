@@ -1,0 +1,70 @@
+import Foundation
+import Hummingbird
+import JOSE
+import SIWAStore
+
+/// `GET /` (the sign-in page) and `GET /auth/apple` (starts a sign-in at Apple).
+struct SignInController: Sendable {
+    let dependencies: SIWADependencies
+    /// Pending authorizations live ten minutes (SPEC §3).
+    static let pendingLifetime: Int64 = 600
+
+    var endpoints: RouteCollection<AppRequestContext> {
+        RouteCollection(context: AppRequestContext.self)
+            .get("/", use: signInPage)
+            .get("/auth/apple", use: start)
+    }
+
+    /// Gentle notices the sign-in page shows after a redirect, by `?notice=`.
+    static let notices: [String: String] = [
+        "cancelled": "You cancelled signing in with Apple. Nothing was shared; you can try again whenever you like.",
+        "apple_error": "Apple could not complete the sign-in. Please try again.",
+        "signed_out": "You are signed out.",
+        "deleted": "Your account has been deleted.",
+    ]
+
+    func signInPage(_ request: Request, context: AppRequestContext) async throws -> Response {
+        if try await dependencies.webSession(for: request) != nil {
+            return .seeOther("/account")
+        }
+        var view: [String: Any] = [:]
+        if let key = request.uri.queryParameters.get("notice"), let notice = Self.notices[key] {
+            view["notice"] = notice
+        }
+        return dependencies.pages.render(.signin, title: "Sign in", view: view)
+    }
+
+    func start(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let configuration = dependencies.configuration
+        // One binding value per browser: reusing it lets two tabs sign in at once.
+        let existing = request.cookies[Cookies.bindingName]?.value
+        let binding = existing.flatMap { BearerSecret.isWellFormed($0) ? $0 : nil } ?? BearerSecret.generate()
+        let now = dependencies.now()
+        let pending = PendingAuthorization(
+            state: SecureRandom.token(byteCount: 32), nonce: SecureRandom.token(byteCount: 32),
+            bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil
+        )
+        try await dependencies.database.insertPendingAuthorization(pending)
+        let url = Self.authorizeURL(configuration: configuration, state: pending.state, nonce: pending.nonce)
+        var response = Response.seeOther(url)
+        response.setCookie(Cookies.binding(binding))
+        return response
+    }
+
+    /// `{APPLE_BASE_URL}/auth/authorize?…` exactly as SPEC §3 lists it.
+    static func authorizeURL(configuration: SIWAConfiguration, state: String, nonce: String) -> String {
+        let query = [
+            ("client_id", configuration.clientID), ("redirect_uri", configuration.redirectURI),
+            ("response_type", "code id_token"), ("response_mode", "form_post"), ("scope", "name email"),
+            ("state", state), ("nonce", nonce),
+        ].map { "\($0.0)=\(percentEncode($0.1))" }.joined(separator: "&")
+        return configuration.appleBaseURL + "/auth/authorize?" + query
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// RFC 3986 unreserved characters stay; everything else (space → %20) is escaped.
+    static func percentEncode(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
+    }
+}

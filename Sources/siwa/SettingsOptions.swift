@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+
+/// Every setting of SPEC §2 as a flag; a flag wins over the environment variable of the same name.
+struct SettingsOptions: ParsableArguments {
+    @Option(help: "APPLE_TEAM_ID: 10-character team id") var teamId: String?
+    @Option(help: "APPLE_CLIENT_ID: the Services ID") var clientId: String?
+    @Option(help: "APPLE_KEY_ID: the .p8 key's id") var keyId: String?
+    @Option(help: "APPLE_PRIVATE_KEY_PATH: path of the .p8 file") var privateKeyPath: String?
+    @Option(help: "APPLE_PRIVATE_KEY: the .p8 contents (prefer the path or the environment)") var privateKey: String?
+    @Option(help: "APPLE_REDIRECT_URI (default PUBLIC_URL/auth/apple/callback)") var redirectUri: String?
+    @Option(help: "APPLE_BASE_URL (default https://appleid.apple.com)") var appleBaseUrl: String?
+    @Option(help: "APPLE_NATIVE_CLIENT_IDS: comma-separated bundle ids") var nativeClientIds: String?
+    @Option(help: "PUBLIC_URL (default http://localhost:PORT)") var publicUrl: String?
+    @Option(help: "DATABASE_URL: sqlite:PATH or postgres://user:pass@host:port/db") var databaseUrl: String?
+    @Option(help: "HOST (default 127.0.0.1)") var host: String?
+    @Option(help: "PORT (default 8080)") var port: String?
+    @Option(help: "TOKEN_ENCRYPTION_KEY: base64 of 32 bytes") var tokenEncryptionKey: String?
+    @Option(help: "APPLE_TIMEOUT in seconds (default 10)") var appleTimeout: String?
+    @Option(help: "EMULATOR_PORT for demo mode (default PORT+1)") var emulatorPort: String?
+    @Option(help: "RATE_LIMIT_PER_MINUTE (default 60, 0 = off)") var rateLimitPerMinute: String?
+    @Option(help: "PROFILE_FALLBACK: recovery or ask") var profileFallback: String?
+    @Option(help: "APPLE_CLIENT_SECRET_LIFETIME in seconds (default 30 days)") var clientSecretLifetime: String?
+    @Option(help: "DATA_DIR for demo keys and the default SQLite file (default data)") var dataDir: String?
+    @Option(help: "SITE_NAME shown on pages") var siteName: String?
+
+    /// The environment with the given flags laid over it.
+    func merged(with environment: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var values = environment
+        let flags: [(String, String?)] = [
+            ("APPLE_TEAM_ID", teamId), ("APPLE_CLIENT_ID", clientId), ("APPLE_KEY_ID", keyId),
+            ("APPLE_PRIVATE_KEY_PATH", privateKeyPath), ("APPLE_PRIVATE_KEY", privateKey), ("APPLE_REDIRECT_URI", redirectUri),
+            ("APPLE_BASE_URL", appleBaseUrl), ("APPLE_NATIVE_CLIENT_IDS", nativeClientIds), ("PUBLIC_URL", publicUrl),
+            ("DATABASE_URL", databaseUrl), ("HOST", host), ("PORT", port), ("TOKEN_ENCRYPTION_KEY", tokenEncryptionKey),
+            ("APPLE_TIMEOUT", appleTimeout), ("EMULATOR_PORT", emulatorPort), ("RATE_LIMIT_PER_MINUTE", rateLimitPerMinute),
+            ("PROFILE_FALLBACK", profileFallback), ("APPLE_CLIENT_SECRET_LIFETIME", clientSecretLifetime),
+            ("DATA_DIR", dataDir), ("SITE_NAME", siteName),
+        ]
+        for (name, value) in flags { if let value { values[name] = value } }
+        return values
+    }
+}
+
+/// Prints a line to standard error.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
