@@ -59,6 +59,16 @@ static inline int siwa_selection_public_key(void) {
     return EVP_PKEY_PUBLIC_KEY;
 }
 
+/// Parameter and key-type names with static storage. OSSL_PARAM_BLD_push_* and
+/// EVP_PKEY_CTX_new_from_name keep the name pointer rather than copying it, so a
+/// temporary C string bridged from a Swift String would dangle.
+static inline const char *siwa_name_group(void) { return OSSL_PKEY_PARAM_GROUP_NAME; }
+static inline const char *siwa_name_public_key(void) { return OSSL_PKEY_PARAM_PUB_KEY; }
+static inline const char *siwa_name_rsa_n(void) { return OSSL_PKEY_PARAM_RSA_N; }
+static inline const char *siwa_name_rsa_e(void) { return OSSL_PKEY_PARAM_RSA_E; }
+static inline const char *siwa_name_key_type_ec(void) { return "EC"; }
+static inline const char *siwa_name_key_type_rsa(void) { return "RSA"; }
+
 /// GCM control codes are macro aliases; exposed as functions so Swift sees plain ints.
 static inline int siwa_ctrl_gcm_set_ivlen(void) { return EVP_CTRL_GCM_SET_IVLEN; }
 static inline int siwa_ctrl_gcm_get_tag(void) { return EVP_CTRL_GCM_GET_TAG; }

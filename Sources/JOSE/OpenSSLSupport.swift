@@ -116,10 +116,10 @@ enum OpenSSL {
             try withBytes(point) { pointer, count in
                 // The builder stores references to `name` and `pointer`; both stay valid
                 // until keyFromParameters returns, and it copies them (OSSL_PARAM_BLD_to_param).
-                guard OSSL_PARAM_BLD_push_utf8_string(builder, "group", name.baseAddress, 0) == 1,
-                      OSSL_PARAM_BLD_push_octet_string(builder, "pub", pointer, count) == 1
+                guard OSSL_PARAM_BLD_push_utf8_string(builder, siwa_name_group(), name.baseAddress, 0) == 1,
+                      OSSL_PARAM_BLD_push_octet_string(builder, siwa_name_public_key(), pointer, count) == 1
                 else { throw failure("building EC key parameters") }
-                return try keyFromParameters(type: "EC", builder: builder)
+                return try keyFromParameters(type: siwa_name_key_type_ec(), builder: builder)
             }
         }
     }
@@ -134,14 +134,15 @@ enum OpenSSL {
         guard let e = BN_bin2bn(exponent, Int32(exponent.count), nil) else { throw failure("BN_bin2bn") }
         defer { BN_free(e) }
         // push_BN keeps references to n and e, copied by keyFromParameters before they are freed.
-        guard OSSL_PARAM_BLD_push_BN(builder, "n", n) == 1,
-              OSSL_PARAM_BLD_push_BN(builder, "e", e) == 1
+        guard OSSL_PARAM_BLD_push_BN(builder, siwa_name_rsa_n(), n) == 1,
+              OSSL_PARAM_BLD_push_BN(builder, siwa_name_rsa_e(), e) == 1
         else { throw failure("building RSA key parameters") }
-        return try keyFromParameters(type: "RSA", builder: builder)
+        return try keyFromParameters(type: siwa_name_key_type_rsa(), builder: builder)
     }
 
     /// Turns the parameters pushed on `builder` into a public key of `type`.
-    private static func keyFromParameters(type: String, builder: OpaquePointer) throws -> OpaquePointer {
+    /// `type` must have static storage (see the shim's siwa_name_* functions).
+    private static func keyFromParameters(type: UnsafePointer<CChar>, builder: OpaquePointer) throws -> OpaquePointer {
         guard let parameters = OSSL_PARAM_BLD_to_param(builder) else { throw failure("OSSL_PARAM_BLD_to_param") }
         defer { OSSL_PARAM_free(parameters) }
         guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw failure("EVP_PKEY_CTX_new_from_name") }
@@ -149,7 +150,7 @@ enum OpenSSL {
         guard EVP_PKEY_fromdata_init(context) == 1 else { throw failure("EVP_PKEY_fromdata_init") }
         var key: OpaquePointer? = nil
         guard EVP_PKEY_fromdata(context, &key, siwa_selection_public_key(), parameters) == 1, let key else {
-            throw JOSEError.invalidKey("OpenSSL rejected the \(type) public key: \(drainErrors())")
+            throw JOSEError.invalidKey("OpenSSL rejected the \(String(cString: type)) public key: \(drainErrors())")
         }
         return key
     }
