@@ -43,7 +43,8 @@ public struct CompactJWS: Sendable {
 
     /// Parses a compact JWS: exactly three segments, each valid unpadded base64url, a
     /// header that is a JSON object with a string `alg` (and no `crit`, whose extensions
-    /// this code cannot honour), and a non-empty signature.
+    /// this code cannot honour), and a non-empty signature whose length fits `alg`
+    /// (64 bytes for ES256, 256 to 1024 for RS256).
     public init(compact: String) throws {
         let bytes = Array(compact.utf8)
         guard bytes.count <= Self.maximumLength else { throw JOSEError.inputTooLarge(limit: Self.maximumLength) }
@@ -59,6 +60,24 @@ public struct CompactJWS: Sendable {
         signature = try Self.decodeSegment(segments[2], name: "signature")
         header = try Self.parseHeader(headerBytes)
         signingInput = Array(bytes[..<segments[1].endIndex])
+        try Self.checkSignatureLength(signature.count, alg: header.alg)
+    }
+
+    /// For the algorithms we know, a signature of the wrong size cannot be valid: rejecting
+    /// it here makes a truncated token a parse error rather than a failed check later.
+    private static func checkSignatureLength(_ count: Int, alg: String) throws {
+        switch alg {
+        case "ES256":
+            guard count == 2 * ECDSASignature.coordinateCount else {
+                throw JOSEError.malformedToken("ES256 signature is \(count) bytes, not 64")
+            }
+        case "RS256":
+            guard (RSALimits.minimumBits / 8...RSALimits.maximumBits / 8).contains(count) else {
+                throw JOSEError.malformedToken("RS256 signature is \(count) bytes, not 256 to 1024")
+            }
+        default:
+            break
+        }
     }
 
     private static func decodeSegment(_ segment: ArraySlice<UInt8>, name: String) throws -> [UInt8] {
