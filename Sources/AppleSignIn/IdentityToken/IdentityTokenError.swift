@@ -1,0 +1,43 @@
+/// Why an identity token was rejected. Each case names one check of SPEC §4.4.
+public enum IdentityTokenError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not a compact JWS, or its header/claims are not the JSON Apple sends.
+    case malformed(String)
+    /// The header's `alg` is not RS256 (Apple signs only RS256; `none`, HS256 and others are attacks).
+    case unsupportedAlgorithm(String)
+    /// Apple's key set has no key with this `kid`, even after a refetch.
+    case unknownKey(String)
+    /// Apple's key set could not be fetched and no cached key applies.
+    case keysUnavailable(String)
+    case invalidSignature
+    case wrongIssuer(String)
+    case wrongAudience(String)
+    /// `exp` is more than the leeway in the past.
+    case expired
+    /// `iat` is more than the leeway in the future.
+    case issuedInFuture
+    /// A nonce was expected but the token has none.
+    case missingNonce
+    case nonceMismatch
+    /// `c_hash` does not match the authorization code it came with.
+    case cHashMismatch
+    /// A claim every Apple identity token carries is absent.
+    case missingClaim(String)
+
+    public var description: String {
+        switch self {
+        case let .malformed(reason): "malformed identity token: \(reason)"
+        case let .unsupportedAlgorithm(alg): "identity token algorithm \"\(alg)\" is not accepted (RS256 only)"
+        case let .unknownKey(kid): "no Apple public key with kid \"\(kid)\""
+        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(reason)"
+        case .invalidSignature: "identity token signature is invalid"
+        case let .wrongIssuer(iss): "identity token issuer \"\(iss)\" is not \(AppleIdentity.issuer)"
+        case let .wrongAudience(aud): "identity token audience \"\(aud)\" is not an accepted client id"
+        case .expired: "identity token has expired"
+        case .issuedInFuture: "identity token is issued in the future"
+        case .missingNonce: "identity token has no nonce"
+        case .nonceMismatch: "identity token nonce does not match"
+        case .cHashMismatch: "identity token c_hash does not match the authorization code"
+        case let .missingClaim(name): "identity token has no \"\(name)\" claim"
+        }
+    }
+}

@@ -1,0 +1,90 @@
+/// A verified server-to-server notification from Apple.
+public struct ServerNotification: Sendable, Equatable {
+    /// What happened. Apple's pages spell the deletion event both `account-delete` and
+    /// `account-deleted`; both parse as ``accountDelete``.
+    public enum EventType: String, Sendable, Equatable, CaseIterable {
+        case emailDisabled = "email-disabled"
+        case emailEnabled = "email-enabled"
+        case consentRevoked = "consent-revoked"
+        case accountDelete = "account-delete"
+
+        /// Parses Apple's spelling, including the `account-deleted` alias.
+        public init?(appleValue: String) {
+            if appleValue == "account-deleted" {
+                self = .accountDelete
+            } else {
+                self.init(rawValue: appleValue)
+            }
+        }
+    }
+
+    /// The token's `jti`, when Apple sent one.
+    public var jti: String?
+    /// Key for replay detection: `jti:<jti>` when present, else `sha256:<hex of the token>`.
+    public var replayKey: String
+    public var type: EventType
+    /// The person the event is about.
+    public var sub: String
+    public var email: String?
+    public var isPrivateEmail: Bool?
+    /// When the event happened, as Apple sends it (milliseconds since 1970).
+    public var eventTime: Int64?
+    /// The client id (`aud`) the notification was addressed to.
+    public var audience: String
+
+    public init(
+        jti: String?, replayKey: String, type: EventType, sub: String, email: String? = nil,
+        isPrivateEmail: Bool? = nil, eventTime: Int64? = nil, audience: String
+    ) {
+        self.jti = jti
+        self.replayKey = replayKey
+        self.type = type
+        self.sub = sub
+        self.email = email
+        self.isPrivateEmail = isPrivateEmail
+        self.eventTime = eventTime
+        self.audience = audience
+    }
+}
+
+/// Why a notification was rejected.
+public enum NotificationError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The request body is not `{"payload": "<JWS>"}`.
+    case malformedBody(String)
+    /// The JWS or its claims/events are not what Apple sends.
+    case malformedToken(String)
+    case unsupportedAlgorithm(String)
+    case unknownKey(String)
+    case keysUnavailable(String)
+    case invalidSignature
+    case wrongIssuer(String)
+    case wrongAudience(String)
+    case issuedInFuture
+    /// `iat` older than the verifier's `maximumAge`, or `exp` in the past.
+    case expired
+    /// `events.type` is not one Apple documents; the caller may acknowledge and ignore it.
+    case unknownEventType(String)
+
+    /// True when the notification is authentic but not actionable (answer 200, do nothing),
+    /// false when it must be refused (answer 400).
+    public var isAuthenticButUnsupported: Bool {
+        if case .unknownEventType = self { return true }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case let .malformedBody(reason): "notification body is malformed: \(reason)"
+        case let .malformedToken(reason): "notification token is malformed: \(reason)"
+        case let .unsupportedAlgorithm(alg): "notification algorithm \"\(alg)\" is not accepted (RS256 only)"
+        case let .unknownKey(kid): "no Apple public key with kid \"\(kid)\""
+        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(reason)"
+        case .invalidSignature: "notification signature is invalid"
+        case let .wrongIssuer(iss): "notification issuer \"\(iss)\" is not \(AppleIdentity.issuer)"
+        case let .wrongAudience(aud): "notification audience \"\(aud)\" is not a configured client id"
+        case .issuedInFuture: "notification is issued in the future"
+        case .expired: "notification is too old or expired"
+        case let .unknownEventType(type): "notification event type \"\(type)\" is not known"
+        }
+    }
+}
