@@ -132,6 +132,9 @@ struct AppleAPIClientTests {
                 #expect(clientError.operatorHint.contains(name))
             }
             #expect(clientError.description == "Apple answered HTTP 401 invalid_client")
+            #expect(grant.httpStatus == 400)
+            #expect(clientError.httpStatus == 502)
+            #expect(!grant.isTransient)
 
             standIn.setBehaviour(.appleError(status: 400, code: "unsupported_grant_type", description: nil), for: "/auth/revoke")
             await #expect(throws: AppleAPIError.apple(code: "unsupported_grant_type", description: nil, status: 400)) {
@@ -151,6 +154,9 @@ struct AppleAPIClientTests {
             // A 4xx without Apple's JSON (e.g. a proxy's page) is not an Apple error code.
             standIn.setBehaviour(.status(403), for: "/auth/token")
             await #expect(throws: AppleAPIError.unavailable(status: 403)) { try await client.refresh(refreshToken: "r", clientID: "com.example.web") }
+            #expect(AppleAPIError.unavailable(status: 500).isTransient)
+            #expect(!AppleAPIError.unavailable(status: 403).isTransient)
+            #expect(AppleAPIError.unavailable(status: 500).httpStatus == 502)
             standIn.setBehaviour(.garbage, for: "/auth/token")
             await #expect {
                 try await client.exchangeCode("c", clientID: "com.example.web", redirectURI: nil)
@@ -172,6 +178,8 @@ struct AppleAPIClientTests {
             let elapsed = clock.now - started
             #expect(elapsed >= .milliseconds(350))
             #expect(elapsed < .milliseconds(2500))
+            #expect(AppleAPIError.timedOut.httpStatus == 504)
+            #expect(AppleAPIError.timedOut.isTransient)
         }
     }
 

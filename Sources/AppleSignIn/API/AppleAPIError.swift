@@ -43,6 +43,27 @@ public enum AppleAPIError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the same request may succeed later without anyone changing anything (Apple's 5xx,
+    /// timeouts, connection failures); a revocation outbox retries these with backoff.
+    public var isTransient: Bool {
+        switch self {
+        case .unavailable(let status): status >= 500 || status == 429 || status == 408
+        case .timedOut, .unreachable: true
+        case .apple, .malformedResponse: false
+        }
+    }
+
+    /// The status a web page or API should answer with when this error ends a request: the person's
+    /// request was bad (an `invalid_grant` code) → 400; Apple or our configuration failed → 502;
+    /// Apple did not answer in time → 504.
+    public var httpStatus: Int {
+        switch self {
+        case let .apple(code, _, _): code == "invalid_grant" ? 400 : 502
+        case .unavailable, .unreachable, .malformedResponse: 502
+        case .timedOut: 504
+        }
+    }
+
     public var description: String {
         switch self {
         case let .apple(code, description, status):

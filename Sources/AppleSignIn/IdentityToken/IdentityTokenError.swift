@@ -23,6 +23,13 @@ public enum IdentityTokenError: Error, Equatable, Sendable, CustomStringConverti
     /// A claim every Apple identity token carries is absent.
     case missingClaim(String)
 
+    /// The status a web page or API should answer with: 401 for a token that does not verify,
+    /// 503 when Apple's keys cannot be had (the token may be fine; try again later).
+    public var httpStatus: Int {
+        if case .keysUnavailable = self { return 503 }
+        return 401
+    }
+
     public var description: String {
         switch self {
         case let .malformed(reason): "malformed identity token: \(reason)"

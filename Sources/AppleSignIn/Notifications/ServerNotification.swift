@@ -72,6 +72,16 @@ public enum NotificationError: Error, Equatable, Sendable, CustomStringConvertib
         return false
     }
 
+    /// The status to answer Apple with: 200 for an authentic event we do not act on, 503 when keys
+    /// are unavailable (so Apple may retry), 400 otherwise.
+    public var httpStatus: Int {
+        switch self {
+        case .unknownEventType: 200
+        case .keysUnavailable: 503
+        default: 400
+        }
+    }
+
     public var description: String {
         switch self {
         case let .malformedBody(reason): "notification body is malformed: \(reason)"
