@@ -4,9 +4,13 @@ import Foundation
 /// Calls to Apple's REST API over libcurl: token (code, refresh, client credentials), revoke,
 /// and user migration. `baseURL` is `APPLE_BASE_URL` (the emulator's origin in staging and demo).
 public struct AppleAPIClient: Sendable {
+    /// Apple's origin without a trailing slash.
     public let baseURL: String
+    /// The libcurl client every call goes through.
     public let http: CurlHTTPClient
+    /// Signs the `client_secret` of each call (cached).
     public let secrets: ClientSecretProvider
+    /// Per-call timeout.
     public let timeout: Duration
 
     /// - Parameters:

@@ -37,9 +37,13 @@ public actor ClientSecretProvider {
     /// Apple rejects client secrets that live longer than six months.
     public static let maximumLifetime: Int = 15_777_000
 
+    /// The team id, the secrets' `iss`.
     public nonisolated let teamID: String
+    /// The .p8 key's id, the secrets' header `kid`.
     public nonisolated let keyID: String
+    /// Seconds each secret is valid.
     public nonisolated let lifetime: Int
+    /// A cached secret is re-signed once fewer than this many seconds remain.
     public nonisolated let renewBefore: Int
     private let privateKey: P256PrivateKey
     private let now: @Sendable () -> Int64

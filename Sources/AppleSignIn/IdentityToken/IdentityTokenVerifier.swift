@@ -18,7 +18,9 @@ public enum ExpectedNonce: Sendable, Equatable {
 /// ``JWKSCache``; `iss` is Apple; `aud` is one of `audiences`; `exp > now − leeway`;
 /// `iat ≤ now + leeway`; the nonce; and `c_hash`, when the token has one and a code is given.
 public struct IdentityTokenVerifier: Sendable {
+    /// Apple's key cache.
     public let keys: JWKSCache
+    /// Seconds of clock skew tolerated on `exp` and `iat`.
     public let leeway: Int64
     private let now: @Sendable () -> Int64
 

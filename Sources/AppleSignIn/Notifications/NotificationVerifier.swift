@@ -9,7 +9,9 @@ public struct NotificationVerifier: Sendable {
     /// A notification body larger than this is not Apple's.
     public static let maximumBodyLength = 65_536
 
+    /// Apple's key cache.
     public let keys: JWKSCache
+    /// Seconds of clock skew tolerated on `iat` and `exp`.
     public let leeway: Int64
     /// Oldest `iat` accepted, in seconds; bounds how long replay keys must be remembered.
     public let maximumAge: Int64
