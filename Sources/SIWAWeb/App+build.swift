@@ -3,6 +3,7 @@ import CurlHTTP
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 import SIWAStore
 
@@ -13,13 +14,12 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
     router.addMiddleware {
         SecurityHeadersMiddleware(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS)
         ErrorPageMiddleware(pages: dependencies.pages, metrics: dependencies.metrics)
-        LogRequestMiddleware(.debug)
+        LogRequestsMiddleware(.debug)
         if configuration.rateLimitPerMinute > 0 {
             RateLimitMiddleware(limiter: RateLimiter(limitPerMinute: configuration.rateLimitPerMinute, now: dependencies.now),
                                 metrics: dependencies.metrics)
         }
-        FileMiddleware(publicDirectory, cacheControl: .init([(.allMediaTypes, [.maxAge(3600), .public])]),
-                       searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
+        FileMiddleware(publicDirectory, searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
     }
     router.addRoutes(SignInController(dependencies: dependencies).endpoints)
     router.addRoutes(CallbackController(dependencies: dependencies).endpoints)

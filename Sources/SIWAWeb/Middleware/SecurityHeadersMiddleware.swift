@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 
 /// Security headers on every response (SPEC §3, issue 3): a CSP that allows no inline script and no
@@ -18,13 +19,17 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
         self.hsts = hsts
     }
 
+    static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+    static let frameOptions = HTTPField.Name("X-Frame-Options")!
+    static let openerPolicy = HTTPField.Name("Cross-Origin-Opener-Policy")!
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
         response.headers[.contentSecurityPolicy] = contentSecurityPolicy
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.referrerPolicy] = "no-referrer"
-        response.headers[.xFrameOptions] = "DENY"
-        response.headers[values: HTTPField.Name("Cross-Origin-Opener-Policy")!] = ["same-origin"]
+        response.headers[Self.referrerPolicy] = "no-referrer"
+        response.headers[Self.frameOptions] = "DENY"
+        response.headers[Self.openerPolicy] = "same-origin"
         if hsts { response.headers[.strictTransportSecurity] = "max-age=63072000; includeSubDomains" }
         return response
     }

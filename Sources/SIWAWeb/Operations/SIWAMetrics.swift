@@ -11,41 +11,48 @@ public struct SIWAMetrics: Sendable {
 
     /// How sign-ins end: `new_account`, `returning`, `recovery`, `profile_form`, `cancelled`, `failed`.
     func signIn(_ outcome: String, channel: String = "web") {
-        registry.makeCounter(name: "siwa_sign_ins_total", labels: [("outcome", outcome), ("channel", channel)],
-                             help: "Sign-ins by outcome").increment()
+        registry.makeCounter(descriptor: Self.name("sign_ins", "total", "Sign-ins by outcome"),
+                             labels: [("outcome", outcome), ("channel", channel)]).increment()
     }
 
     /// Errors shown to people or clients, by kind (the WebError kind).
     func error(_ kind: String) {
-        registry.makeCounter(name: "siwa_errors_total", labels: [("kind", kind)], help: "Errors by kind").increment()
+        registry.makeCounter(descriptor: Self.name("errors", "total", "Errors by kind"), labels: [("kind", kind)]).increment()
     }
 
     /// Latency of a call to Apple, by endpoint and result.
     func appleCall(_ endpoint: String, result: String, duration: Duration) {
         registry.makeDurationHistogram(
-            name: "siwa_apple_call_duration_seconds", labels: [("endpoint", endpoint), ("result", result)],
+            descriptor: Self.name("apple_call_duration", "seconds", "Latency of calls to Apple"),
+            labels: [("endpoint", endpoint), ("result", result)],
             buckets: [.milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-                      .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)],
-            help: "Latency of calls to Apple"
+                      .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)]
         ).record(duration)
     }
 
     func revocations(pending: Int, failing: Int) {
-        registry.makeGauge(name: "siwa_revocations_pending", help: "Revocations waiting for Apple").set(Double(pending))
-        registry.makeGauge(name: "siwa_revocations_failing", help: "Pending revocations that failed at least once").set(Double(failing))
+        registry.makeGauge(descriptor: Self.name("revocations", "pending", "Revocations waiting for Apple")).set(Double(pending))
+        registry.makeGauge(descriptor: Self.name("revocations", "failing", "Pending revocations that failed at least once")).set(Double(failing))
     }
 
     func revocationAttempt(_ result: String) {
-        registry.makeCounter(name: "siwa_revocation_attempts_total", labels: [("result", result)], help: "Revocation calls to Apple").increment()
+        registry.makeCounter(descriptor: Self.name("revocation_attempts", "total", "Revocation calls to Apple"),
+                             labels: [("result", result)]).increment()
     }
 
     func notification(_ type: String, result: String) {
-        registry.makeCounter(name: "siwa_notifications_total", labels: [("type", type), ("result", result)],
-                             help: "Server-to-server notifications").increment()
+        registry.makeCounter(descriptor: Self.name("notifications", "total", "Server-to-server notifications"),
+                             labels: [("type", type), ("result", result)]).increment()
     }
 
     func rateLimited(_ route: String) {
-        registry.makeCounter(name: "siwa_rate_limited_total", labels: [("route", route)], help: "Requests refused by the rate limit").increment()
+        registry.makeCounter(descriptor: Self.name("rate_limited", "total", "Requests refused by the rate limit"),
+                             labels: [("route", route)]).increment()
+    }
+
+    /// `siwa_<metric>_<unit>`, with its help text.
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "siwa", metricName: metric, unitName: unit, helpText: help)
     }
 
     /// Times `body` as a call to Apple's `endpoint`.

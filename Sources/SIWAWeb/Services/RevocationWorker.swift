@@ -17,7 +17,7 @@ struct RevocationWorker: Service {
     func run() async throws {
         let signal = dependencies.revocationSignal
         let wake = WakeUp()
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 // Wakes on a deletion in this process, or on the poll interval, whichever comes first.
                 group.addTask {

@@ -1,0 +1,114 @@
+import Foundation
+import HummingbirdTesting
+import JOSE
+import SIWAStore
+import Testing
+
+@testable import SIWAWeb
+
+@Suite("Account")
+struct AccountTests {
+    @Test("the account page needs a session; sign-out needs its CSRF token", arguments: Backend.all)
+    func signOut(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            #expect(try await browser.get("/account").location == "/")
+            try await app.signIn(browser, sub: "002.a")
+            #expect(try await browser.get("/").location == "/account")   // signed in → account
+            let csrf = try await app.csrf(browser)
+            // MUT: forged token first
+            let forged = try await browser.postForm("/signout", [("csrf", "AAAA")])
+            #expect(forged.status == .forbidden && forged.page == "error")
+            #expect(try await browser.get("/account").page == "account")
+            let response = try await browser.postForm("/signout", [("csrf", csrf)])
+            // validate
+            #expect(response.location == "/?notice=signed_out")
+            #expect(browser.cookie("siwa_session") == nil)
+            #expect(try await browser.get("/account").location == "/")
+        }
+    }
+
+    @Test("a stolen session cookie stops working after sign-out", arguments: [Backend.sqlite])
+    func sessionEndsServerSide(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            try await app.signIn(browser, sub: "002.b")
+            let token = try #require(browser.cookie("siwa_session"))
+            try await browser.postForm("/signout", [("csrf", try await app.csrf(browser))])
+            let thief = browser.fresh()
+            thief.setCookie("siwa_session", token)
+            #expect(try await thief.get("/account").location == "/")
+        }
+    }
+
+    @Test("deletion removes every row, queues the revocation in the same transaction, and Apple gets it", arguments: Backend.all)
+    func delete(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            try await app.signIn(browser, sub: "002.c", given: "Del", family: "Ete")
+            let account = try #require(try await app.database.user(sub: "002.c"))
+            let csrf = try await app.csrf(browser)
+            // without the confirmation box nothing happens
+            let unconfirmed = try await browser.postForm("/account/delete", [("csrf", csrf)])
+            #expect(unconfirmed.location == "/account?problem=confirm")
+            #expect(try await app.database.user(sub: "002.c") != nil)
+            #expect(try await browser.postForm("/account/delete", [("csrf", "forged"), ("confirm", "yes")]).status == .forbidden)
+            // MUT
+            let response = try await browser.postForm("/account/delete", [("csrf", csrf), ("confirm", "yes")])
+            // validate
+            #expect(response.status == .ok && response.page == "deleted")
+            #expect(try await app.database.user(sub: "002.c") == nil)
+            #expect(try await app.database.appleUserInfo(sub: "002.c") == nil)
+            #expect(try await app.database.appleToken(userID: account.id) == nil)
+            #expect(try await browser.get("/account").location == "/")
+            // the worker (running as a service) sends the revocation promptly
+            var revokes: [[String: String]] = []
+            for _ in 0..<50 where revokes.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                revokes = await app.apple.state.requests(to: "/auth/revoke")
+            }
+            let revoke = try #require(revokes.first)
+            #expect(revoke["token"] == "refresh-" + revoke["token"]!.dropFirst("refresh-".count))
+            #expect(revoke["token_type_hint"] == "refresh_token")
+            #expect(revoke["client_id"] == TestApp.clientID)
+            var counts = try await app.database.revocationCounts()
+            for _ in 0..<20 where counts.pending > 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                counts = try await app.database.revocationCounts()
+            }
+            #expect(counts.pending == 0)
+        }
+    }
+
+    @Test("a failing revoke is retried with backoff until Apple accepts", arguments: Backend.all)
+    func revokeRetries(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            await app.apple.state.setRevokeStatus(500)
+            try await app.signIn(browser, sub: "002.d")
+            try await browser.postForm("/account/delete", [("csrf", try await app.csrf(browser)), ("confirm", "yes")])
+            var counts = try await app.database.revocationCounts()
+            for _ in 0..<50 where counts.failing == 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                counts = try await app.database.revocationCounts()
+            }
+            #expect(counts.pending == 1 && counts.failing == 1)
+            let firstAttempts = await app.apple.state.requests(to: "/auth/revoke").count
+            #expect(firstAttempts >= 1)
+            // first retry within 5 s; once Apple accepts, the item is done
+            await app.apple.state.setRevokeStatus(200)
+            for _ in 0..<80 where counts.pending > 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                counts = try await app.database.revocationCounts()
+            }
+            #expect(counts.pending == 0)
+            #expect(await app.apple.state.requests(to: "/auth/revoke").count > firstAttempts)
+        }
+    }
+
+    @Test("backoff: first retry within 5 s, doubling, capped at 10 minutes")
+    func backoff() {
+        for _ in 0..<100 {
+            #expect((1...5).contains(RevocationWorker.backoff(attempts: 0)))
+            #expect(RevocationWorker.backoff(attempts: 30) <= 600)
+            #expect(RevocationWorker.backoff(attempts: 30) >= 300)
+        }
+        #expect(RevocationWorker.backoff(attempts: 3) > RevocationWorker.backoff(attempts: 0))
+    }
+}

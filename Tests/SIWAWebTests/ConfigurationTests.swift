@@ -1,0 +1,108 @@
+import Foundation
+import JOSE
+import Testing
+
+@testable import SIWAWeb
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    let key = try! P256PrivateKey.generate()
+
+    var production: [String: String] {
+        [
+            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_PRIVATE_KEY": try! key.pkcs8PEM(), "PUBLIC_URL": "https://example.com",
+            "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)), "DATABASE_URL": "sqlite::memory:",
+        ]
+    }
+
+    func failure(_ values: [String: String]) -> ConfigurationError? {
+        do {
+            _ = try SIWAConfiguration.load(from: values)
+            return nil
+        } catch let error as ConfigurationError {
+            return error
+        } catch {
+            Issue.record("unexpected \(error)")
+            return nil
+        }
+    }
+
+    @Test("a complete production configuration loads with SPEC defaults")
+    func production() throws {
+        let configuration = try SIWAConfiguration.load(from: production)
+        #expect(!configuration.isDemo)
+        #expect(configuration.redirectURI == "https://example.com/auth/apple/callback")
+        #expect(configuration.appleBaseURL == "https://appleid.apple.com")
+        #expect(configuration.host == "127.0.0.1" && configuration.port == 8080)
+        #expect(configuration.appleTimeout == 10 && configuration.rateLimitPerMinute == 60)
+        #expect(configuration.profileFallback == .recovery)
+        #expect(configuration.isHTTPS)
+    }
+
+    @Test("each bad setting fails with one line naming it", arguments: [
+        ("APPLE_TEAM_ID", "SHORT"),
+        ("APPLE_KEY_ID", "TOO-LONG-KEY-ID"),
+        ("APPLE_PRIVATE_KEY", "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----"),
+        ("APPLE_REDIRECT_URI", "http://example.com/callback"),
+        ("TOKEN_ENCRYPTION_KEY", "c2hvcnQ="),
+        ("DATABASE_URL", "mysql://x"),
+        ("PORT", "70000"),
+        ("APPLE_TIMEOUT", "-1"),
+        ("RATE_LIMIT_PER_MINUTE", "lots"),
+        ("PROFILE_FALLBACK", "guess"),
+        ("PUBLIC_URL", "not a url"),
+        ("APPLE_CLIENT_SECRET_LIFETIME", "99999999"),
+    ])
+    func badSetting(name: String, value: String) throws {
+        var values = production
+        values[name] = value
+        let error = try #require(failure(values))
+        #expect(error.setting == name)
+        #expect(!error.description.contains("\n"))
+        #expect(error.description.contains(name))
+    }
+
+    @Test("a P-384 or RSA key is refused as not P-256")
+    func wrongKeyKind() throws {
+        var values = production
+        values["APPLE_PRIVATE_KEY"] = try RSAPrivateKey.generate().pkcs8PEM()
+        #expect(failure(values)?.setting == "APPLE_PRIVATE_KEY")
+        values["APPLE_PRIVATE_KEY"] = nil
+        values["APPLE_PRIVATE_KEY_PATH"] = "/nonexistent/AuthKey.p8"
+        #expect(failure(values)?.setting == "APPLE_PRIVATE_KEY_PATH")
+    }
+
+    @Test("partial credentials name what is missing; none at all is demo mode")
+    func demoOrMissing() throws {
+        var values = production
+        values["APPLE_KEY_ID"] = nil
+        #expect(failure(values)?.setting == "APPLE_KEY_ID")
+        values = production
+        values["TOKEN_ENCRYPTION_KEY"] = nil
+        #expect(failure(values)?.setting == "TOKEN_ENCRYPTION_KEY")
+
+        let directory = NSTemporaryDirectory() + "siwa-demo-\(UUID().uuidString)"
+        let demo = try SIWAConfiguration.load(from: ["DATA_DIR": directory, "PORT": "9090"])
+        #expect(demo.isDemo)
+        #expect(demo.publicURL == "http://localhost:9090")
+        #expect(demo.appleBaseURL == "http://127.0.0.1:9091")
+        #expect(demo.redirectURI == "http://localhost:9090/auth/apple/callback")
+        #expect(demo.databaseURL.redactedDescription == "sqlite:\(directory)/siwa.sqlite")
+        // keys are generated once and reused
+        let again = try SIWAConfiguration.load(from: ["DATA_DIR": directory, "PORT": "9090"])
+        #expect(try again.privateKey.pkcs8PEM() == (try demo.privateKey.pkcs8PEM()))
+        #expect(again.tokenEncryptionKey == demo.tokenEncryptionKey)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/demo-apple-key.p8")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test("the summary never prints secrets")
+    func summary() throws {
+        let values = production
+        let configuration = try SIWAConfiguration.load(from: values)
+        let text = configuration.summary.map { "\($0.0) \($0.1)" }.joined(separator: "\n")
+        #expect(!text.contains(values["TOKEN_ENCRYPTION_KEY"]!))
+        #expect(!text.contains("PRIVATE KEY"))
+    }
+}

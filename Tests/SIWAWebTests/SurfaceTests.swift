@@ -1,0 +1,79 @@
+import Foundation
+import HummingbirdTesting
+import JOSE
+import SIWAStore
+import Testing
+
+@testable import SIWAWeb
+
+/// What every response carries, and the operational endpoints.
+@Suite("Surface")
+struct SurfaceTests {
+    @Test("security headers on pages, errors and redirects", arguments: [Backend.sqlite])
+    func securityHeaders(backend: Backend) async throws {
+        try await TestApp.run(backend) { _, browser in
+            for uri in ["/", "/no-such-page", "/auth/apple"] {
+                let response = try await browser.get(uri)
+                let csp = try #require(response.headers[.contentSecurityPolicy])
+                #expect(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"))
+                #expect(csp.contains("frame-ancestors 'none'"))
+                #expect(response.headers[.xContentTypeOptions] == "nosniff")
+                #expect(response.headers[.referrerPolicy] == "no-referrer")
+                #expect(response.headers[.strictTransportSecurity]?.contains("max-age=") == true)   // PUBLIC_URL is https
+            }
+            let notFound = try await browser.get("/no-such-page")
+            #expect(notFound.status == .notFound && notFound.page == "error")
+        }
+    }
+
+    @Test("the sign-in page: the button, the notice, no inline script", arguments: [Backend.sqlite])
+    func signInPage(backend: Backend) async throws {
+        try await TestApp.run(backend) { _, browser in
+            let page = try await browser.get("/")
+            #expect(page.status == .ok && page.page == "signin")
+            #expect(page.text.contains("Sign in with Apple") && page.text.contains("href=\"/auth/apple\""))
+            #expect(!page.text.contains("<script") && !page.text.contains("style=\""))
+            #expect(!(try await browser.get("/?notice=cancelled")).text.contains("<script"))
+            let unknownNotice = try await browser.get("/?notice=%3Cscript%3E")
+            #expect(!unknownNotice.text.contains("<script>"))
+            let css = try await browser.get("/css/siwa.css")
+            #expect(css.status == .ok && css.text.contains(".apple-button"))
+        }
+    }
+
+    @Test("healthz answers 200 while the database answers, 503 when it does not", arguments: Backend.all)
+    func health(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            #expect(try await browser.get("/healthz").status == .ok)
+            try await app.signIn(browser, sub: "003.h")
+            try await app.database.close()
+            let down = try await browser.get("/healthz")
+            #expect(down.status == .serviceUnavailable)
+            let page = try await browser.get("/")
+            #expect(page.status == .serviceUnavailable && page.page == "error")
+        }
+    }
+
+    @Test("metrics count sign-ins by outcome, errors by kind and Apple latency", arguments: [Backend.sqlite])
+    func metrics(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            try await app.signIn(browser, sub: "003.a")
+            _ = try await browser.fresh().postForm("/auth/apple/callback", [("state", "unknown"), ("code", "c"), ("id_token", "t")])
+            let text = try await browser.get("/metrics").text
+            #expect(text.contains(#"siwa_sign_ins_total{outcome="new_account",channel="web"} 1"#))
+            #expect(text.contains(#"siwa_errors_total{kind="unknown_state"} 1"#))
+            #expect(text.contains("siwa_apple_call_duration_seconds_bucket"))
+        }
+    }
+
+    @Test("rate limit: 429 with Retry-After past the per-minute budget", arguments: [Backend.sqlite])
+    func rateLimit(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "3"]) { _, browser in
+            for _ in 0..<3 { #expect(try await browser.get("/auth/apple").status == .seeOther) }
+            let limited = try await browser.get("/auth/apple")
+            #expect(limited.status == .tooManyRequests && limited.page == "error")
+            #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 > 0)
+            #expect(try await browser.get("/").status == .ok)   // other pages are not limited
+        }
+    }
+}
