@@ -69,6 +69,17 @@ struct ClientSecretProviderTests {
         #expect(await provider.signatureCount == 3)
     }
 
+    @Test("concurrent callers get one signature")
+    func concurrent() async throws {
+        let provider = try ClientSecretProvider(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: TestKeys.p8)
+        let secrets = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 { group.addTask { try await provider.clientSecret(for: "com.example.web") } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(secrets.count == 1)
+        #expect(await provider.signatureCount == 1)
+    }
+
     @Test("lifetime must exceed renewBefore and stay within Apple's six months", arguments: [
         (ClientSecretProvider.maximumLifetime + 1, 3600),
         (3600, 3600),

@@ -102,6 +102,16 @@ struct NotificationVerifierTests {
             await #expect(throws: NotificationError.expired) {
                 try await verifier.verify(body: try body(old), audiences: ["com.example.web"])
             }
+            var expired = claims(events: events)
+            expired["exp"] = Self.now - 120
+            await #expect(throws: NotificationError.expired) {
+                try await verifier.verify(body: try body(expired), audiences: ["com.example.web"])
+            }
+            var arrayAudience = claims(events: events)
+            arrayAudience["aud"] = ["com.example.web"]
+            #expect(try await verifier.verify(body: try body(arrayAudience), audiences: ["com.example.web"]).audience == "com.example.web")
+            #expect(NotificationError.invalidSignature.httpStatus == 400)
+            #expect(NotificationError.keysUnavailable("x").httpStatus == 503)
             for bad in ["", "{}", "[1]", #"{"payload": 5}"#, "payload=abc"] {
                 await #expect {
                     try await verifier.verify(body: Array(bad.utf8), audiences: ["com.example.web"])
