@@ -8,7 +8,7 @@ import Testing
 struct ConfigurationTests {
     let key = try! P256PrivateKey.generate()
 
-    var production: [String: String] {
+    var productionSettings: [String: String] {
         [
             "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
             "APPLE_PRIVATE_KEY": try! key.pkcs8PEM(), "PUBLIC_URL": "https://example.com",
@@ -30,7 +30,7 @@ struct ConfigurationTests {
 
     @Test("a complete production configuration loads with SPEC defaults")
     func production() throws {
-        let configuration = try SIWAConfiguration.load(from: production)
+        let configuration = try SIWAConfiguration.load(from: productionSettings)
         #expect(!configuration.isDemo)
         #expect(configuration.redirectURI == "https://example.com/auth/apple/callback")
         #expect(configuration.appleBaseURL == "https://appleid.apple.com")
@@ -55,7 +55,7 @@ struct ConfigurationTests {
         ("APPLE_CLIENT_SECRET_LIFETIME", "99999999"),
     ])
     func badSetting(name: String, value: String) throws {
-        var values = production
+        var values = productionSettings
         values[name] = value
         let error = try #require(failure(values))
         #expect(error.setting == name)
@@ -65,7 +65,7 @@ struct ConfigurationTests {
 
     @Test("a P-384 or RSA key is refused as not P-256")
     func wrongKeyKind() throws {
-        var values = production
+        var values = productionSettings
         values["APPLE_PRIVATE_KEY"] = try RSAPrivateKey.generate().pkcs8PEM()
         #expect(failure(values)?.setting == "APPLE_PRIVATE_KEY")
         values["APPLE_PRIVATE_KEY"] = nil
@@ -75,10 +75,10 @@ struct ConfigurationTests {
 
     @Test("partial credentials name what is missing; none at all is demo mode")
     func demoOrMissing() throws {
-        var values = production
+        var values = productionSettings
         values["APPLE_KEY_ID"] = nil
         #expect(failure(values)?.setting == "APPLE_KEY_ID")
-        values = production
+        values = productionSettings
         values["TOKEN_ENCRYPTION_KEY"] = nil
         #expect(failure(values)?.setting == "TOKEN_ENCRYPTION_KEY")
 
@@ -99,7 +99,7 @@ struct ConfigurationTests {
 
     @Test("the summary never prints secrets")
     func summary() throws {
-        let values = production
+        let values = productionSettings
         let configuration = try SIWAConfiguration.load(from: values)
         let text = configuration.summary.map { "\($0.0) \($0.1)" }.joined(separator: "\n")
         #expect(!text.contains(values["TOKEN_ENCRYPTION_KEY"]!))

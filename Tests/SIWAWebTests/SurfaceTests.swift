@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import HummingbirdTesting
 import JOSE
 import SIWAStore
@@ -18,7 +19,7 @@ struct SurfaceTests {
                 #expect(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"))
                 #expect(csp.contains("frame-ancestors 'none'"))
                 #expect(response.headers[.xContentTypeOptions] == "nosniff")
-                #expect(response.headers[.referrerPolicy] == "no-referrer")
+                #expect(response.headers[SecurityHeadersMiddleware.referrerPolicy] == "no-referrer")
                 #expect(response.headers[.strictTransportSecurity]?.contains("max-age=") == true)   // PUBLIC_URL is https
             }
             let notFound = try await browser.get("/no-such-page")
