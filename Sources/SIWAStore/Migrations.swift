@@ -1,0 +1,178 @@
+import Foundation
+import Logging
+import SQLKit
+
+/// One numbered schema change. Numbers only grow; a shipped migration is never edited, only followed.
+struct Migration: Sendable {
+    let version: Int
+    let name: String
+    let statements: [String]
+}
+
+/// The schema, in order. The SQL is portable: TEXT ids (UUID strings), BIGINT Unix seconds, BOOLEAN flags
+/// (SQLite stores 0/1), base64 TEXT for ciphertexts.
+let migrations: [Migration] = [
+    Migration(version: 1, name: "initial schema", statements: [
+        """
+        CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            apple_sub TEXT NOT NULL UNIQUE,
+            email TEXT NULL,
+            email_verified BOOLEAN NOT NULL DEFAULT FALSE,
+            is_private_email BOOLEAN NOT NULL DEFAULT FALSE,
+            email_disabled BOOLEAN NOT NULL DEFAULT FALSE,
+            given_name TEXT NULL,
+            family_name TEXT NULL,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            last_sign_in_at BIGINT NOT NULL,
+            consent_checked_at BIGINT NULL
+        )
+        """,
+        // Not unique and never used to find an account: two Apple IDs may share an address.
+        "CREATE INDEX users_email_idx ON users (email)",
+        """
+        CREATE TABLE apple_user_info (
+            apple_sub TEXT PRIMARY KEY,
+            given_name TEXT NULL,
+            family_name TEXT NULL,
+            email TEXT NULL,
+            raw_json TEXT NOT NULL,
+            source TEXT NOT NULL,
+            received_at BIGINT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE pending_authorizations (
+            state TEXT PRIMARY KEY,
+            nonce TEXT NOT NULL,
+            binding_hash TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL,
+            consumed_at BIGINT NULL
+        )
+        """,
+        "CREATE INDEX pending_authorizations_expires_idx ON pending_authorizations (expires_at)",
+        """
+        CREATE TABLE sessions (
+            token_hash TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL,
+            last_seen_at BIGINT NOT NULL
+        )
+        """,
+        "CREATE INDEX sessions_user_idx ON sessions (user_id)",
+        "CREATE INDEX sessions_expires_idx ON sessions (expires_at)",
+        """
+        CREATE TABLE apple_tokens (
+            user_id TEXT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+            client_id TEXT NOT NULL,
+            refresh_token TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            validated_at BIGINT NULL
+        )
+        """,
+        """
+        CREATE TABLE revocation_outbox (
+            id TEXT PRIMARY KEY,
+            client_id TEXT NOT NULL,
+            token TEXT NOT NULL,
+            token_type_hint TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            attempts BIGINT NOT NULL DEFAULT 0,
+            next_attempt_at BIGINT NOT NULL,
+            locked_until BIGINT NULL,
+            last_error TEXT NULL,
+            completed_at BIGINT NULL
+        )
+        """,
+        "CREATE INDEX revocation_outbox_due_idx ON revocation_outbox (completed_at, next_attempt_at)",
+        """
+        CREATE TABLE processed_notifications (
+            jti TEXT PRIMARY KEY,
+            event_type TEXT NOT NULL,
+            apple_sub TEXT NOT NULL,
+            received_at BIGINT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE pending_profiles (
+            token_hash TEXT PRIMARY KEY,
+            apple_sub TEXT NOT NULL,
+            email TEXT NULL,
+            email_verified BOOLEAN NOT NULL DEFAULT FALSE,
+            is_private_email BOOLEAN NOT NULL DEFAULT FALSE,
+            client_id TEXT NOT NULL,
+            refresh_token TEXT NULL,
+            created_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL
+        )
+        """,
+        "CREATE INDEX pending_profiles_sub_idx ON pending_profiles (apple_sub)",
+    ]),
+]
+
+extension SIWADatabase {
+    /// Brings the schema up to date: each pending migration runs in its own transaction and is recorded in
+    /// `siwa_schema_migrations`. Safe to run on every start and from several instances at once: on PostgreSQL
+    /// a transaction-scoped advisory lock (keyed by the current schema) serialises them, and each re-checks
+    /// what is applied after taking it.
+    public func migrate() async throws {
+        try await migrate(upTo: migrations)
+    }
+
+    func migrate(upTo list: [Migration]) async throws {
+        do {
+            try await transaction { [dialect] sql in
+                try await Self.lockMigrations(sql, dialect: dialect)
+                try await sql.raw("""
+                    CREATE TABLE IF NOT EXISTS siwa_schema_migrations (
+                        version BIGINT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        applied_at BIGINT NOT NULL
+                    )
+                    """).run()
+            }
+            for migration in list.sorted(by: { $0.version < $1.version }) {
+                try await transaction { [dialect, logger] sql in
+                    try await Self.lockMigrations(sql, dialect: dialect)
+                    let existing = try await sql.raw(
+                        "SELECT version FROM siwa_schema_migrations WHERE version = \(bind: migration.version)"
+                    ).first()
+                    if existing != nil { return }
+                    for statement in migration.statements {
+                        try await sql.raw(SQLQueryString(statement)).run()
+                    }
+                    let now = Int64(Date().timeIntervalSince1970)
+                    try await sql.raw("""
+                        INSERT INTO siwa_schema_migrations (version, name, applied_at)
+                        VALUES (\(bind: migration.version), \(bind: migration.name), \(bind: now))
+                        """).run()
+                    logger.info("applied database migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                }
+            }
+        } catch let error as StoreError {
+            if case .unavailable = error { throw error }
+            throw StoreError.migrationFailed(error.description)
+        } catch {
+            throw StoreError.migrationFailed(Self.describe(error))
+        }
+    }
+
+    /// The versions recorded in `siwa_schema_migrations`, ascending.
+    public func appliedMigrations() async throws -> [Int] {
+        try await withSQL { sql in
+            try await sql.raw("SELECT version FROM siwa_schema_migrations ORDER BY version").all()
+                .map { try $0.decode(column: "version", as: Int.self) }
+        }
+    }
+
+    private static func lockMigrations(_ sql: any SQLDatabase, dialect: Dialect) async throws {
+        // SQLite: BEGIN IMMEDIATE already holds the only write lock.
+        guard dialect == .postgres else { return }
+        try await sql.raw("SELECT pg_advisory_xact_lock(hashtext('siwa_schema_migrations:' || current_schema()))").run()
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+
+// The rows the store reads and writes, as plain values. Times are Unix seconds; ciphertexts are base64 text
+// produced and read by the caller (the store never sees a plaintext token).
+
+/// A person's account, found by Apple's `sub` only (never by email).
+public struct UserAccount: Sendable, Equatable {
+    public var id: String
+    public var appleSub: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var isPrivateEmail: Bool
+    /// Set by Apple's `email-disabled` notification: the relay address no longer forwards.
+    public var emailDisabled: Bool
+    public var givenName: String?
+    public var familyName: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var lastSignInAt: Int64
+    public var consentCheckedAt: Int64?
+
+    public init(
+        id: String, appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
+        emailDisabled: Bool, givenName: String?, familyName: String?,
+        createdAt: Int64, updatedAt: Int64, lastSignInAt: Int64, consentCheckedAt: Int64?
+    ) {
+        self.id = id
+        self.appleSub = appleSub
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.emailDisabled = emailDisabled
+        self.givenName = givenName
+        self.familyName = familyName
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.lastSignInAt = lastSignInAt
+        self.consentCheckedAt = consentCheckedAt
+    }
+
+    /// "Given Family", trimmed; nil when both parts are empty.
+    public var displayName: String? {
+        let parts = [givenName, familyName]
+            .compactMap { $0?.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { !$0.isEmpty }
+        return parts.isEmpty ? nil : parts.joined(separator: " ")
+    }
+
+    /// True when the account has neither a given nor a family name.
+    public var hasNoName: Bool { displayName == nil }
+}
+
+/// The fallback table's row: Apple's one-time `user` JSON, kept so a name is never lost.
+public struct AppleUserInfo: Sendable, Equatable {
+    public var appleSub: String
+    public var givenName: String?
+    public var familyName: String?
+    public var email: String?
+    public var rawJSON: String
+    /// `web` (form_post `user`) or `native` (the iOS app's `fullName`).
+    public var source: String
+    public var receivedAt: Int64
+
+    public init(
+        appleSub: String, givenName: String?, familyName: String?, email: String?,
+        rawJSON: String, source: String, receivedAt: Int64
+    ) {
+        self.appleSub = appleSub
+        self.givenName = givenName
+        self.familyName = familyName
+        self.email = email
+        self.rawJSON = rawJSON
+        self.source = source
+        self.receivedAt = receivedAt
+    }
+}
+
+/// A sign-in started at `/auth/apple`, waiting for Apple's callback.
+public struct PendingAuthorization: Sendable, Equatable {
+    public var state: String
+    public var nonce: String
+    /// Hash of the browser-binding cookie value.
+    public var bindingHash: String
+    public var createdAt: Int64
+    public var expiresAt: Int64
+    public var consumedAt: Int64?
+
+    public init(state: String, nonce: String, bindingHash: String, createdAt: Int64, expiresAt: Int64, consumedAt: Int64? = nil) {
+        self.state = state
+        self.nonce = nonce
+        self.bindingHash = bindingHash
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.consumedAt = consumedAt
+    }
+}
+
+/// A session; only the hash of its token is stored.
+public struct SessionRecord: Sendable, Equatable {
+    public var tokenHash: String
+    public var userID: String
+    /// `web` (cookie) or `api` (bearer token).
+    public var kind: String
+    public var createdAt: Int64
+    public var expiresAt: Int64
+    public var lastSeenAt: Int64
+
+    public init(tokenHash: String, userID: String, kind: String, createdAt: Int64, expiresAt: Int64, lastSeenAt: Int64) {
+        self.tokenHash = tokenHash
+        self.userID = userID
+        self.kind = kind
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.lastSeenAt = lastSeenAt
+    }
+}
+
+/// Apple's refresh token for an account (encrypted by the caller).
+public struct AppleTokenRecord: Sendable, Equatable {
+    public var userID: String
+    /// The `client_id` the token was issued to (Services ID or bundle id): revoke and refresh must use it.
+    public var clientID: String
+    /// Ciphertext, base64.
+    public var refreshToken: String
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var validatedAt: Int64?
+
+    public init(userID: String, clientID: String, refreshToken: String, createdAt: Int64, updatedAt: Int64, validatedAt: Int64?) {
+        self.userID = userID
+        self.clientID = clientID
+        self.refreshToken = refreshToken
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.validatedAt = validatedAt
+    }
+}
+
+/// A token waiting to be revoked at Apple (the revocation outbox).
+public struct RevocationItem: Sendable, Equatable {
+    public var id: String
+    public var clientID: String
+    /// Ciphertext, base64.
+    public var token: String
+    public var tokenTypeHint: String
+    public var createdAt: Int64
+    public var attempts: Int
+    public var nextAttemptAt: Int64
+    public var lastError: String?
+    public var completedAt: Int64?
+
+    public init(
+        id: String, clientID: String, token: String, tokenTypeHint: String, createdAt: Int64,
+        attempts: Int = 0, nextAttemptAt: Int64, lastError: String? = nil, completedAt: Int64? = nil
+    ) {
+        self.id = id
+        self.clientID = clientID
+        self.token = token
+        self.tokenTypeHint = tokenTypeHint
+        self.createdAt = createdAt
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.completedAt = completedAt
+    }
+}
+
+/// Everything the callback writes after a successful code exchange.
+public struct NewSignIn: Sendable {
+    public var appleSub: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var isPrivateEmail: Bool
+    /// Used only when creating the account, or filling an account that has no name.
+    public var givenName: String?
+    public var familyName: String?
+    /// Team transfer: an existing account with this sub is migrated to `appleSub`.
+    public var transferFromSub: String?
+    public var clientID: String
+    /// Ciphertext, base64; nil leaves any stored token alone.
+    public var refreshToken: String?
+    public var sessionTokenHash: String
+    public var sessionKind: String
+    public var sessionExpiresAt: Int64
+    public var now: Int64
+
+    public init(
+        appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
+        givenName: String? = nil, familyName: String? = nil, transferFromSub: String? = nil,
+        clientID: String, refreshToken: String?,
+        sessionTokenHash: String, sessionKind: String, sessionExpiresAt: Int64, now: Int64
+    ) {
+        self.appleSub = appleSub
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.givenName = givenName
+        self.familyName = familyName
+        self.transferFromSub = transferFromSub
+        self.clientID = clientID
+        self.refreshToken = refreshToken
+        self.sessionTokenHash = sessionTokenHash
+        self.sessionKind = sessionKind
+        self.sessionExpiresAt = sessionExpiresAt
+        self.now = now
+    }
+}
+
+/// A verified sign-in parked while the person types a name (`PROFILE_FALLBACK=ask`).
+public struct PendingProfile: Sendable, Equatable {
+    /// Hash of the token carried by the profile form.
+    public var tokenHash: String
+    public var appleSub: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var isPrivateEmail: Bool
+    public var clientID: String
+    /// Ciphertext, base64.
+    public var refreshToken: String?
+    public var createdAt: Int64
+    public var expiresAt: Int64
+
+    public init(
+        tokenHash: String, appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
+        clientID: String, refreshToken: String?, createdAt: Int64, expiresAt: Int64
+    ) {
+        self.tokenHash = tokenHash
+        self.appleSub = appleSub
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.clientID = clientID
+        self.refreshToken = refreshToken
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}

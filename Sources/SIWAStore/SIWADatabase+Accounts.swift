@@ -1,0 +1,160 @@
+import Foundation
+import SQLKit
+
+extension SIWADatabase {
+    /// The account whose Apple `sub` is `sub`.
+    public func user(sub: String) async throws -> UserAccount? {
+        try await withSQL { sql in try await Self.findUser(sql, sub: sub) }
+    }
+
+    /// The account with our id `id`.
+    public func user(id: String) async throws -> UserAccount? {
+        try await withSQL { sql in
+            try await sql.raw("SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE id = \(bind: id)")
+                .first()?.userAccount()
+        }
+    }
+
+    /// One transaction: finds the account by sub (or migrates it from `transferFromSub`), creates it when
+    /// absent (name from `NewSignIn`; the caller guarantees a name for new accounts), fills a missing name,
+    /// updates the email flags and `last_sign_in_at`, upserts `apple_tokens` when `refreshToken != nil`, and
+    /// inserts the session. Returns the account and whether it was created. Never matches by email.
+    public func completeSignIn(_ s: NewSignIn) async throws -> (UserAccount, Bool) {
+        let lock = dialect.forUpdate
+        return try await transaction { sql in
+            var created = false
+            var account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
+            if account == nil, let oldSub = s.transferFromSub, oldSub != s.appleSub {
+                account = try await Self.transfer(sql, from: oldSub, to: s.appleSub, now: s.now)
+            }
+            if account == nil {
+                let id = UUID().uuidString.lowercased()
+                // ON CONFLICT DO NOTHING: a concurrent first sign-in of the same person may have inserted it;
+                // then the SELECT below (after that transaction's commit) finds theirs.
+                account = try await sql.raw("""
+                    INSERT INTO users (id, apple_sub, email, email_verified, is_private_email, email_disabled,
+                                       given_name, family_name, created_at, updated_at, last_sign_in_at)
+                    VALUES (\(bind: id), \(bind: s.appleSub), \(bind: s.email), \(bind: s.emailVerified),
+                            \(bind: s.isPrivateEmail), \(bind: false), \(bind: Self.nonEmpty(s.givenName)),
+                            \(bind: Self.nonEmpty(s.familyName)), \(bind: s.now), \(bind: s.now), \(bind: s.now))
+                    ON CONFLICT (apple_sub) DO NOTHING
+                    RETURNING \(unsafeRaw: Columns.list(Columns.user))
+                    """).first()?.userAccount()
+                created = account != nil
+                if account == nil {
+                    account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
+                }
+            }
+            guard var user = account else {
+                throw StoreError.conflict("the account for this Apple ID changed during sign-in")
+            }
+            if !created {
+                if user.hasNoName {
+                    user.givenName = Self.nonEmpty(s.givenName)
+                    user.familyName = Self.nonEmpty(s.familyName)
+                }
+                // The verified id_token is the source of truth for email; it may omit it (then keep ours).
+                if let email = s.email {
+                    user.email = email
+                    user.emailVerified = s.emailVerified
+                    user.isPrivateEmail = s.isPrivateEmail
+                }
+                user.lastSignInAt = s.now
+                user.updatedAt = s.now
+                try await sql.raw("""
+                    UPDATE users SET email = \(bind: user.email), email_verified = \(bind: user.emailVerified),
+                        is_private_email = \(bind: user.isPrivateEmail), given_name = \(bind: user.givenName),
+                        family_name = \(bind: user.familyName), updated_at = \(bind: s.now),
+                        last_sign_in_at = \(bind: s.now)
+                    WHERE id = \(bind: user.id)
+                    """).run()
+            }
+            if let token = s.refreshToken {
+                try await sql.raw("""
+                    INSERT INTO apple_tokens (user_id, client_id, refresh_token, created_at, updated_at, validated_at)
+                    VALUES (\(bind: user.id), \(bind: s.clientID), \(bind: token), \(bind: s.now), \(bind: s.now), \(bind: s.now))
+                    ON CONFLICT (user_id) DO UPDATE SET client_id = excluded.client_id,
+                        refresh_token = excluded.refresh_token, updated_at = excluded.updated_at,
+                        validated_at = excluded.validated_at
+                    """).run()
+            }
+            try await Self.insertSession(sql, SessionRecord(
+                tokenHash: s.sessionTokenHash, userID: user.id, kind: s.sessionKind,
+                createdAt: s.now, expiresAt: s.sessionExpiresAt, lastSeenAt: s.now
+            ))
+            return (user, created)
+        }
+    }
+
+    /// Sets the flag Apple's `email-disabled` / `email-enabled` notifications carry. False when no such account.
+    public func setEmailDisabled(sub: String, disabled: Bool, now: Int64) async throws -> Bool {
+        try await withSQL { sql in
+            try await sql.raw("""
+                UPDATE users SET email_disabled = \(bind: disabled), updated_at = \(bind: now)
+                WHERE apple_sub = \(bind: sub) RETURNING id
+                """).first() != nil
+        }
+    }
+
+    /// Records that the person's Apple consent was checked (refresh token validated) at `now`.
+    public func markConsentChecked(userID: String, now: Int64) async throws {
+        try await transaction { sql in
+            try await sql.raw("UPDATE users SET consent_checked_at = \(bind: now) WHERE id = \(bind: userID)").run()
+            try await sql.raw("UPDATE apple_tokens SET validated_at = \(bind: now) WHERE user_id = \(bind: userID)").run()
+        }
+    }
+
+    /// Accounts with a stored Apple token whose consent was last checked before `before` (never-checked first),
+    /// with that token; at most `limit`.
+    public func usersDueForConsentCheck(before: Int64, limit: Int) async throws -> [(UserAccount, AppleTokenRecord)] {
+        let columns = Columns.list(Columns.user, table: "u", prefix: "u_") + ", "
+            + Columns.list(Columns.appleToken, table: "t", prefix: "t_")
+        let rows = try await withSQL { sql in
+            try await sql.raw("""
+                SELECT \(unsafeRaw: columns) FROM users u JOIN apple_tokens t ON t.user_id = u.id
+                WHERE COALESCE(u.consent_checked_at, 0) < \(bind: before)
+                ORDER BY COALESCE(u.consent_checked_at, 0), u.id
+                LIMIT \(bind: max(0, limit))
+                """).all().map { row in
+                Pair(user: try row.userAccount(prefix: "u_"), token: try row.appleToken(prefix: "t_"))
+            }
+        }
+        return rows.map { ($0.user, $0.token) }
+    }
+
+    // MARK: - Helpers shared by the use cases
+
+    static func findUser(_ sql: any SQLDatabase, sub: String, lock: String = "") async throws -> UserAccount? {
+        try await sql.raw("""
+            SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE apple_sub = \(bind: sub)\(unsafeRaw: lock)
+            """).first()?.userAccount()
+    }
+
+    /// Team transfer: the account (and its fallback row, unless the new sub already has one) moves to the new sub.
+    private static func transfer(_ sql: any SQLDatabase, from oldSub: String, to newSub: String, now: Int64) async throws -> UserAccount? {
+        let moved = try await sql.raw("""
+            UPDATE users SET apple_sub = \(bind: newSub), updated_at = \(bind: now)
+            WHERE apple_sub = \(bind: oldSub)
+            RETURNING \(unsafeRaw: Columns.list(Columns.user))
+            """).first()?.userAccount()
+        if moved != nil {
+            try await sql.raw("""
+                UPDATE apple_user_info SET apple_sub = \(bind: newSub)
+                WHERE apple_sub = \(bind: oldSub)
+                  AND NOT EXISTS (SELECT 1 FROM apple_user_info other WHERE other.apple_sub = \(bind: newSub))
+                """).run()
+        }
+        return moved
+    }
+
+    static func nonEmpty(_ value: String?) -> String? {
+        guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
+        return trimmed
+    }
+}
+
+/// A tuple is not a `Sendable` closure result the compiler can check through `withSQL`'s generic; this is.
+struct Pair: Sendable {
+    let user: UserAccount
+    let token: AppleTokenRecord
+}

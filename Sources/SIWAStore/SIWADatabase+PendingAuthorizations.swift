@@ -1,0 +1,57 @@
+import SQLKit
+
+extension SIWADatabase {
+    /// Stores a sign-in started at `/auth/apple`. A reused `state` is a ``StoreError/conflict(_:)``.
+    public func insertPendingAuthorization(_ p: PendingAuthorization) async throws {
+        try await withSQL { sql in
+            try await sql.raw("""
+                INSERT INTO pending_authorizations (state, nonce, binding_hash, created_at, expires_at, consumed_at)
+                VALUES (\(bind: p.state), \(bind: p.nonce), \(bind: p.bindingHash), \(bind: p.createdAt),
+                        \(bind: p.expiresAt), \(bind: p.consumedAt))
+                """).run()
+        }
+    }
+
+    /// Atomically marks it consumed and returns it — only the FIRST caller gets it (nil after, or if unknown).
+    /// Returned even when expired (caller decides, and the row is consumed either way).
+    public func consumePendingAuthorization(state: String, now: Int64) async throws -> PendingAuthorization? {
+        // One statement: the row lock (PostgreSQL) or the write lock (SQLite) makes a second caller see
+        // consumed_at already set and match nothing.
+        try await withSQL { sql in
+            try await sql.raw("""
+                UPDATE pending_authorizations SET consumed_at = \(bind: now)
+                WHERE state = \(bind: state) AND consumed_at IS NULL
+                RETURNING \(unsafeRaw: Columns.list(Columns.pendingAuthorization))
+                """).first()?.pendingAuthorization()
+        }
+    }
+
+    /// Pending authorizations that are neither consumed nor expired.
+    public func countPendingAuthorizations(now: Int64) async throws -> Int {
+        try await withSQL { sql in
+            let row = try await sql.raw("""
+                SELECT COUNT(*) AS n FROM pending_authorizations
+                WHERE consumed_at IS NULL AND expires_at > \(bind: now)
+                """).first()
+            return try row?.decode(column: "n", as: Int.self) ?? 0
+        }
+    }
+
+    /// Deletes expired or consumed pending authorizations, expired sessions and expired pending profiles;
+    /// returns how many rows were deleted.
+    public func sweepExpired(now: Int64) async throws -> Int {
+        try await withSQL { sql in
+            let authorizations = try await sql.raw("""
+                DELETE FROM pending_authorizations
+                WHERE expires_at <= \(bind: now) OR consumed_at IS NOT NULL RETURNING state
+                """).all().count
+            let sessions = try await sql.raw(
+                "DELETE FROM sessions WHERE expires_at <= \(bind: now) RETURNING token_hash"
+            ).all().count
+            let profiles = try await sql.raw(
+                "DELETE FROM pending_profiles WHERE expires_at <= \(bind: now) RETURNING token_hash"
+            ).all().count
+            return authorizations + sessions + profiles
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import SQLKit
+
+extension SIWADatabase {
+    /// Claims up to `limit` due items (`completed_at` NULL, `next_attempt_at <= now`, lease absent or expired)
+    /// by setting `locked_until = now + leaseSeconds`, oldest due first. Exactly-once across instances on
+    /// PostgreSQL (`FOR UPDATE SKIP LOCKED`); on SQLite the single statement runs under the write lock.
+    /// A claimer that dies leaves its lease to expire, after which the item is due again.
+    public func claimDueRevocations(now: Int64, limit: Int, leaseSeconds: Int64) async throws -> [RevocationItem] {
+        guard limit > 0 else { return [] }
+        let skipLocked = dialect.forUpdateSkipLocked
+        let lockedUntil = now + max(1, leaseSeconds)
+        return try await transaction { sql in
+            try await sql.raw("""
+                UPDATE revocation_outbox SET locked_until = \(bind: lockedUntil)
+                WHERE id IN (
+                    SELECT id FROM revocation_outbox
+                    WHERE completed_at IS NULL AND next_attempt_at <= \(bind: now)
+                      AND (locked_until IS NULL OR locked_until <= \(bind: now))
+                    ORDER BY next_attempt_at, created_at, id
+                    LIMIT \(bind: limit)\(unsafeRaw: skipLocked)
+                )
+                AND completed_at IS NULL AND (locked_until IS NULL OR locked_until <= \(bind: now))
+                RETURNING \(unsafeRaw: Columns.list(Columns.revocation))
+                """).all().map { try $0.revocationItem() }
+                .sorted { ($0.nextAttemptAt, $0.createdAt, $0.id) < ($1.nextAttemptAt, $1.createdAt, $1.id) }
+        }
+    }
+
+    /// Apple accepted the revocation.
+    public func completeRevocation(id: String, now: Int64) async throws {
+        try await withSQL { sql in
+            try await sql.raw("""
+                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL WHERE id = \(bind: id)
+                """).run()
+        }
+    }
+
+    /// The attempt failed: `attempts += 1`, the lease is cleared and the item is due again at `nextAttemptAt`.
+    public func failRevocation(id: String, error: String, nextAttemptAt: Int64) async throws {
+        try await withSQL { sql in
+            try await sql.raw("""
+                UPDATE revocation_outbox SET attempts = attempts + 1, last_error = \(bind: error),
+                    next_attempt_at = \(bind: nextAttemptAt), locked_until = NULL
+                WHERE id = \(bind: id) AND completed_at IS NULL
+                """).run()
+        }
+    }
+
+    /// Items not yet completed, and among them those that have failed at least once.
+    public func revocationCounts() async throws -> (pending: Int, failing: Int) {
+        let counts = try await withSQL { sql -> [Int] in
+            let row = try await sql.raw("""
+                SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS failing
+                FROM revocation_outbox WHERE completed_at IS NULL
+                """).first()
+            guard let row else { return [0, 0] }
+            return [try row.decode(column: "pending", as: Int.self), try row.decode(column: "failing", as: Int.self)]
+        }
+        return (counts[0], counts[1])
+    }
+
+    /// When the next uncompleted item becomes due (its lease end when leased), or nil when there is none.
+    public func nextRevocationDue() async throws -> Int64? {
+        try await withSQL { sql in
+            let row = try await sql.raw("""
+                SELECT MIN(CASE WHEN locked_until IS NOT NULL AND locked_until > next_attempt_at
+                                THEN locked_until ELSE next_attempt_at END) AS due
+                FROM revocation_outbox WHERE completed_at IS NULL
+                """).first()
+            return try row?.decode(column: "due", as: Int64?.self)
+        }
+    }
+
+    /// One outbox item by id (tests and diagnostics).
+    public func revocation(id: String) async throws -> RevocationItem? {
+        try await withSQL { sql in
+            try await sql.raw("""
+                SELECT \(unsafeRaw: Columns.list(Columns.revocation)) FROM revocation_outbox WHERE id = \(bind: id)
+                """).first()?.revocationItem()
+        }
+    }
+}

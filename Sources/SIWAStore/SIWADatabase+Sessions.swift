@@ -1,0 +1,59 @@
+import SQLKit
+
+extension SIWADatabase {
+    /// Stores a session (its token hash only).
+    public func createSession(_ s: SessionRecord) async throws {
+        try await withSQL { sql in try await Self.insertSession(sql, s) }
+    }
+
+    /// Valid (unexpired) session joined with its account; nil otherwise. Updates `last_seen_at` at most once a
+    /// minute, so that a busy page does not turn every read into a write.
+    public func session(tokenHash: String, now: Int64) async throws -> (SessionRecord, UserAccount)? {
+        let columns = Columns.list(Columns.session, table: "s", prefix: "s_") + ", "
+            + Columns.list(Columns.user, table: "u", prefix: "u_")
+        let found = try await withSQL { sql -> SessionAndUser? in
+            guard let row = try await sql.raw("""
+                SELECT \(unsafeRaw: columns) FROM sessions s JOIN users u ON u.id = s.user_id
+                WHERE s.token_hash = \(bind: tokenHash) AND s.expires_at > \(bind: now)
+                """).first()
+            else { return nil }
+            var session = try row.sessionRecord(prefix: "s_")
+            let user = try row.userAccount(prefix: "u_")
+            if now - session.lastSeenAt >= 60 {
+                try await sql.raw(
+                    "UPDATE sessions SET last_seen_at = \(bind: now) WHERE token_hash = \(bind: tokenHash)"
+                ).run()
+                session.lastSeenAt = now
+            }
+            return SessionAndUser(session: session, user: user)
+        }
+        return found.map { ($0.session, $0.user) }
+    }
+
+    /// Ends one session (sign-out). No error when it does not exist.
+    public func deleteSession(tokenHash: String) async throws {
+        try await withSQL { sql in
+            try await sql.raw("DELETE FROM sessions WHERE token_hash = \(bind: tokenHash)").run()
+        }
+    }
+
+    /// Ends every session of an account; returns how many there were.
+    public func deleteSessions(userID: String) async throws -> Int {
+        try await withSQL { sql in
+            try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING token_hash").all().count
+        }
+    }
+
+    static func insertSession(_ sql: any SQLDatabase, _ s: SessionRecord) async throws {
+        try await sql.raw("""
+            INSERT INTO sessions (token_hash, user_id, kind, created_at, expires_at, last_seen_at)
+            VALUES (\(bind: s.tokenHash), \(bind: s.userID), \(bind: s.kind), \(bind: s.createdAt),
+                    \(bind: s.expiresAt), \(bind: s.lastSeenAt))
+            """).run()
+    }
+}
+
+struct SessionAndUser: Sendable {
+    let session: SessionRecord
+    let user: UserAccount
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Logging
+import PostgresKit
+import SQLiteKit
+import Synchronization
+
+/// The service's database: owns the connection pool (SQLite or PostgreSQL) and offers one method per use case.
+///
+/// Open it with ``open(_:logger:poolSize:)``, call ``migrate()`` once at start-up, and ``close()`` at shutdown.
+/// Every method maps "cannot reach the database" to ``StoreError/unavailable(_:)`` and unique violations
+/// to ``StoreError/conflict(_:)``.
+public final class SIWADatabase: Sendable {
+    let backend: Backend
+    let dialect: Dialect
+    let logger: Logger
+    private let closed = Mutex(false)
+
+    private init(backend: Backend, logger: Logger) {
+        self.backend = backend
+        self.dialect = backend.dialect
+        self.logger = logger
+    }
+
+    /// True when the database is PostgreSQL (false for SQLite).
+    public var isPostgres: Bool { dialect == .postgres }
+
+    /// The default PostgreSQL pool size: enough to keep every core busy while others wait on the network.
+    public static var defaultPostgresPoolSize: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount) }
+    /// SQLite has one writer at a time; a few connections let readers proceed beside it.
+    public static let defaultSQLitePoolSize = 4
+
+    /// Opens a pool for `url`. For SQLite the file (and its folder) is created; for PostgreSQL nothing is
+    /// contacted until the first query (use ``ping()`` to check).
+    public static func open(_ url: DatabaseURL, logger: Logger, poolSize: Int? = nil) async throws -> SIWADatabase {
+        try await open(url, logger: logger, poolSize: poolSize, postgresSchema: nil)
+    }
+
+    /// Like ``open(_:logger:poolSize:)``, and on PostgreSQL uses (creating it when needed) the schema
+    /// `postgresSchema` through `search_path`, so that tests get a private, disposable set of tables.
+    /// The schema name must be lower-case letters, digits and underscores. Ignored for SQLite.
+    public static func open(
+        _ url: DatabaseURL, logger: Logger, poolSize: Int? = nil, postgresSchema: String?
+    ) async throws -> SIWADatabase {
+        if let size = poolSize, size < 1 {
+            throw StoreError.invalidDatabaseURL("the database pool size must be at least 1 (got \(size))")
+        }
+        switch url.kind {
+        case .sqlite(let path):
+            let backend = try await Backend.openSQLite(path: path, deleteOnClose: false, poolSize: poolSize ?? defaultSQLitePoolSize, logger: logger)
+            return SIWADatabase(backend: backend, logger: logger)
+        case .sqliteInMemory:
+            // SQLite's ":memory:" is private to one connection; a pool needs every connection to see the same
+            // data, so "in memory" is a temporary file removed on close.
+            let path = FileManager.default.temporaryDirectory
+                .appendingPathComponent("siwa-memory-\(UUID().uuidString).sqlite").path
+            let backend = try await Backend.openSQLite(path: path, deleteOnClose: true, poolSize: poolSize ?? defaultSQLitePoolSize, logger: logger)
+            return SIWADatabase(backend: backend, logger: logger)
+        case .postgres(let host, let port, let username, let password, let database):
+            if let schema = postgresSchema, !isValidSchemaName(schema) {
+                throw StoreError.invalidDatabaseURL("postgresSchema '\(schema)' must match [a-z_][a-z0-9_]{0,62}")
+            }
+            let tls: PostgresConnection.Configuration.TLS
+            do {
+                switch url.tlsMode {
+                case .disable: tls = .disable
+                case .prefer: tls = try .prefer(.init(configuration: .makeClientConfiguration()))
+                case .require: tls = try .require(.init(configuration: .makeClientConfiguration()))
+                }
+            } catch {
+                throw StoreError.invalidDatabaseURL("DATABASE_URL asks for TLS but no TLS context could be made: \(error)")
+            }
+            var configuration = SQLPostgresConfiguration(
+                hostname: host, port: port, username: username, password: password, database: database, tls: tls
+            )
+            if let schema = postgresSchema { configuration.searchPath = [schema] }
+            let backend = Backend.openPostgres(configuration: configuration, schema: postgresSchema, poolSize: poolSize ?? defaultPostgresPoolSize, logger: logger)
+            let db = SIWADatabase(backend: backend, logger: logger)
+            if let schema = postgresSchema {
+                do {
+                    try await db.withSQL { sql in
+                        try await sql.raw("CREATE SCHEMA IF NOT EXISTS \(ident: schema)").run()
+                    }
+                } catch {
+                    try? await db.close()
+                    throw error
+                }
+            }
+            return db
+        }
+    }
+
+    private static func isValidSchemaName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 63 else { return false }
+        let lower = Unicode.Scalar("a")...Unicode.Scalar("z")
+        let digit = Unicode.Scalar("0")...Unicode.Scalar("9")
+        guard lower.contains(first) || first == "_" else { return false }
+        return name.unicodeScalars.allSatisfy { lower.contains($0) || digit.contains($0) || $0 == "_" }
+    }
+
+    /// Closes the pool (and for `sqlite::memory:` removes the temporary file). Safe to call twice.
+    public func close() async throws {
+        let alreadyClosed = closed.withLock { value in
+            defer { value = true }
+            return value
+        }
+        if alreadyClosed { return }
+        try await backend.shutdown()
+    }
+
+    /// Drops the PostgreSQL schema this database was opened with (tests' cleanup). No-op otherwise.
+    public func dropSchema() async throws {
+        guard case .postgres(_, let schema?) = backend else { return }
+        try await withSQL { sql in
+            try await sql.raw("DROP SCHEMA IF EXISTS \(ident: schema) CASCADE").run()
+        }
+    }
+
+    /// Runs a trivial query; throws ``StoreError/unavailable(_:)`` when the database does not answer.
+    public func ping() async throws {
+        do {
+            try await withSQL { sql in
+                _ = try await sql.raw("SELECT 1 AS ok").all()
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.unavailable(Self.describe(error))
+        }
+    }
+
+    // MARK: - Connection access
+
+    /// Runs `body` on one pooled connection.
+    func withSQL<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
+        do {
+            return try await backend.withConnection(logger: logger, body)
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    /// Runs `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
+    /// SQLite transactions start IMMEDIATE so that the write lock is taken (waiting on busy_timeout) before any
+    /// read, instead of failing on a read-to-write upgrade.
+    func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        let begin = dialect.beginTransaction
+        return try await withSQL { sql in
+            try await sql.raw(SQLQueryString(begin)).run()
+            do {
+                let result = try await body(sql)
+                try await sql.raw("COMMIT").run()
+                return result
+            } catch {
+                do {
+                    try await sql.raw("ROLLBACK").run()
+                } catch {
+                    // The connection is probably broken; the server rolls back on disconnect.
+                }
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Errors
+
+    static func map(_ error: any Error) -> any Error {
+        if error is StoreError { return error }
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .server:
+                let state = error.serverInfo?[.sqlState] ?? ""
+                let message = error.serverInfo?[.message] ?? "server error"
+                if state == "23505" { return StoreError.conflict(message) }
+                // 08: connection exceptions; 28: authentication; 3D: no such database; 57P: server shutting down;
+                // 53: out of resources (too many connections).
+                if ["08", "28", "3D", "53"].contains(where: state.hasPrefix) || state.hasPrefix("57P") {
+                    return StoreError.unavailable("\(message) (SQLSTATE \(state))")
+                }
+                return error
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
+                 .poolClosed, .sslUnsupported, .failedToAddSSLHandler:
+                return StoreError.unavailable(describe(error))
+            default:
+                return error
+            }
+        }
+        if let error = error as? SQLiteError {
+            switch error.reason {
+            case .constraint, .constraintUniqueFailed, .constraintPrimaryKeyFailed:
+                return StoreError.conflict(error.message)
+            case .busy, .busyTimeout, .busyInRecovery, .busyInSnapshot, .locked, .cantOpen, .cantOpenDirectory,
+                 .cantOpenInvalidPath, .ioError, .full, .readOnly, .notADatabase:
+                return StoreError.unavailable(error.message)
+            default:
+                return error
+            }
+        }
+        if error is ConnectionPoolError || error is ConnectionPoolTimeoutError
+            || error is NIOConnectionError || error is ChannelError || error is IOError
+        {
+            return StoreError.unavailable(describe(error))
+        }
+        return error
+    }
+
+    /// A short, secret-free description (PSQLError's own description hides details on purpose).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+            return "\(error.code)"
+        }
+        if let error = error as? ConnectionPoolError {
+            switch error {
+            case .shutdown: return "the connection pool is shut down"
+            }
+        }
+        if error is ConnectionPoolTimeoutError { return "timed out waiting for a database connection" }
+        return "\(error)"
+    }
+}
