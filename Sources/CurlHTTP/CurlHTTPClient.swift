@@ -71,4 +71,10 @@ public final class CurlHTTPClient: Sendable {
     public func shutdown() async {
         await loop.shutdown()
     }
+
+    /// Connections opened so far; a request served on a cached connection adds none.
+    var connectionsOpened: Int { loop.connectionsOpened }
+
+    /// Requests accepted and not yet finished.
+    var requestsInFlight: Int { loop.requestsInFlight }
 }

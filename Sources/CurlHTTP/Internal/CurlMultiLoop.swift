@@ -101,6 +101,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         state.withLock { $0.connectionsOpened }
     }
 
+    var requestsInFlight: Int {
+        state.withLock { $0.table.count }
+    }
+
     private func wakeUp(_ state: borrowing State) {
         guard state.table.phase != .stopped else { return }
         _ = curl_multi_wakeup(multi)

@@ -128,7 +128,8 @@ final class EasyHandle {
 
     private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
         var line = String(decoding: bytes, as: UTF8.self)
-        while let last = line.last, last == "\r" || last == "\n" { line.removeLast() }
+        // "\r\n" is one Character in Swift, so test for any newline, not for "\r" or "\n".
+        while let last = line.last, last.isNewline { line.removeLast() }
         if line.hasPrefix("HTTP/") {
             // A new status line: an interim (1xx) response's fields are not the final ones.
             headers.removeAll()
