@@ -22,9 +22,14 @@ struct DashboardController: Sendable {
 
     func page() async -> Response {
         let formatter = ISO8601DateFormatter()
+        let timeOfDay = DateFormatter()
+        timeOfDay.locale = Locale(identifier: "en_US_POSIX")
+        timeOfDay.timeZone = TimeZone(identifier: "UTC")
+        timeOfDay.dateFormat = "HH:mm:ss"
         let events: [[String: Any]] = await state.events.reversed().map { event in
             [
-                "time": formatter.string(from: event.time),
+                "time": timeOfDay.string(from: event.time),
+                "timestamp": formatter.string(from: event.time),
                 "kind": event.kind.rawValue,
                 "client": event.clientID ?? "",
                 "person": event.personID ?? "",
