@@ -3,10 +3,16 @@ import Logging
 import SQLKit
 
 /// One numbered schema change. Numbers only grow; a shipped migration is never edited, only followed.
-struct Migration: Sendable {
-    let version: Int
-    let name: String
-    let statements: [String]
+package struct Migration: Sendable {
+    package let version: Int
+    package let name: String
+    package let statements: [String]
+
+    package init(version: Int, name: String, statements: [String]) {
+        self.version = version
+        self.name = name
+        self.statements = statements
+    }
 }
 
 /// The schema, in order. The SQL is portable: TEXT ids (UUID strings), BIGINT Unix seconds, BOOLEAN flags
@@ -124,7 +130,8 @@ extension SIWADatabase {
         try await migrate(upTo: migrations)
     }
 
-    func migrate(upTo list: [Migration]) async throws {
+    /// Applies `list` (the real schema is ``migrate()``; tests pass their own to check failure handling).
+    package func migrate(upTo list: [Migration]) async throws {
         do {
             try await transaction { [dialect] sql in
                 try await Self.lockMigrations(sql, dialect: dialect)

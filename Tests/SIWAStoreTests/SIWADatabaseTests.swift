@@ -26,6 +26,31 @@ struct SIWADatabaseTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func aFailingMigrationRollsBackAndIsNotRecorded(_ backend: Backend) async throws {
+        try await withDatabase(backend, migrate: false) { test in
+            let good = Migration(version: 1, name: "good", statements: ["CREATE TABLE probe_one (id TEXT PRIMARY KEY)"])
+            let bad = Migration(version: 2, name: "bad", statements: [
+                "CREATE TABLE probe_two (id TEXT PRIMARY KEY)",
+                "THIS IS NOT SQL",
+            ])
+
+            // MUT
+            await #expect {
+                try await test.db.migrate(upTo: [good, bad])
+            } throws: { error in
+                if case .migrationFailed = error as? StoreError { return true }
+                return false
+            }
+
+            // validate: 1 applied, 2 neither recorded nor half-applied (probe_two can be created again)
+            #expect(try await test.db.appliedMigrations() == [1])
+            let fixed = Migration(version: 2, name: "fixed", statements: ["CREATE TABLE probe_two (id TEXT PRIMARY KEY)"])
+            try await test.db.migrate(upTo: [good, fixed])
+            #expect(try await test.db.appliedMigrations() == [1, 2])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func pingAndClose(_ backend: Backend) async throws {
         guard let test = try await freshDatabase(backend) else { return }
         #expect(test.db.isPostgres == (backend == .postgres))
@@ -567,8 +592,11 @@ struct SIWADatabaseOpenTests {
     }
 
     @Test func unreachablePostgresIsUnavailable() async throws {
-        // Port 1 on loopback: nothing listens, the connection is refused at once.
-        let db = try await SIWADatabase.open(DatabaseURL("postgres://siwa:siwa@127.0.0.1:1/siwa"), logger: testLogger, poolSize: 1)
+        // Port 1 on loopback: nothing listens, the connection is refused at once. The pool logs each refused
+        // connection at error level; that is expected here.
+        var quiet = testLogger
+        quiet.logLevel = .critical
+        let db = try await SIWADatabase.open(DatabaseURL("postgres://siwa:siwa@127.0.0.1:1/siwa"), logger: quiet, poolSize: 1)
         await #expect {
             try await db.ping()
         } throws: { error in
