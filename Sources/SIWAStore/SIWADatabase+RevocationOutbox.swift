@@ -26,11 +26,13 @@ extension SIWADatabase {
         }
     }
 
-    /// Apple accepted the revocation.
+    /// Apple accepted the revocation. The token ciphertext is wiped: the row stays as a record that the
+    /// revocation happened, but nothing of the deleted person's credentials is kept.
     public func completeRevocation(id: String, now: Int64) async throws {
         try await withSQL { sql in
             try await sql.raw("""
-                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL WHERE id = \(bind: id)
+                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL, token = ''
+                WHERE id = \(bind: id)
                 """).run()
         }
     }

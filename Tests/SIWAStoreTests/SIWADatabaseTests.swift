@@ -482,7 +482,9 @@ struct SIWADatabaseTests {
             #expect(failed.attempts == 1)
             #expect(failed.lastError == "HTTP 503")
             #expect(failed.nextAttemptAt == 400)
-            #expect(try await db.revocation(id: "b")?.completedAt == 270)
+            let completed = try #require(try await db.revocation(id: "b"))
+            #expect(completed.completedAt == 270)
+            #expect(completed.token.isEmpty)  // no ciphertext kept once Apple accepted
             #expect(try await db.revocationCounts() == (2, 1))
             #expect(try await db.nextRevocationDue() == 400)
             #expect(try await db.claimDueRevocations(now: 399, limit: 10, leaseSeconds: 30).isEmpty)
