@@ -535,7 +535,11 @@ struct SIWADatabaseTests {
     @Test(arguments: Backend.allCases)
     func notificationReplayIsDetected(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
+            let seenBefore = try await test.db.notificationSeen(jti: "jti-1")
             let first = try await test.db.recordNotification(jti: "jti-1", eventType: "email-disabled", sub: "s", now: 1)
+            let seenAfter = try await test.db.notificationSeen(jti: "jti-1")
+            #expect(!seenBefore)
+            #expect(seenAfter)
             let replay = try await test.db.recordNotification(jti: "jti-1", eventType: "email-disabled", sub: "s", now: 2)
             let other = try await test.db.recordNotification(jti: "jti-2", eventType: "consent-revoked", sub: "s", now: 3)
             #expect(first)
