@@ -4,6 +4,10 @@
 /// task of the cooperative pool ever blocks on the network. Connections are kept in
 /// the multi handle's connection cache and reused across requests to the same host.
 ///
+/// Redirects are not followed: a 3xx is a response like any other. Proxies named by
+/// the usual environment variables (`https_proxy`, `no_proxy`, …) are used as libcurl
+/// does, except that loopback addresses always go direct.
+///
 /// Call ``shutdown()`` when done; dropping the last reference also stops the thread,
 /// failing whatever is still in flight with ``HTTPClientError/shutDown``.
 public final class CurlHTTPClient: Sendable {

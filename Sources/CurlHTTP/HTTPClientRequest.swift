@@ -34,7 +34,8 @@ public struct HTTPClientRequest: Sendable {
         self.timeout = timeout
     }
 
-    /// A `POST` with an `application/x-www-form-urlencoded` body.
+    /// A `POST` with an `application/x-www-form-urlencoded` body (and that
+    /// `Content-Type`, unless `headers` name another).
     ///
     /// Names and values are percent-encoded byte by byte (UTF-8); only RFC 3986
     /// unreserved characters are kept, so a space becomes `%20`.
@@ -50,14 +51,14 @@ public struct HTTPClientRequest: Sendable {
         return HTTPClientRequest(
             method: .POST,
             url: url,
-            headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded")] + headers,
+            headers: withContentType("application/x-www-form-urlencoded", headers),
             body: Array(body.utf8),
             timeout: timeout
         )
     }
 
     /// A request with a JSON body (encoded with a default `JSONEncoder`) and
-    /// `Content-Type: application/json`.
+    /// `Content-Type: application/json`, unless `headers` name another.
     ///
     /// - Throws: the encoder's error when `body` cannot be encoded.
     public static func json(
@@ -71,10 +72,15 @@ public struct HTTPClientRequest: Sendable {
         return HTTPClientRequest(
             method: method,
             url: url,
-            headers: [HTTPHeader("Content-Type", "application/json")] + headers,
+            headers: withContentType("application/json", headers),
             body: Array(data),
             timeout: timeout
         )
+    }
+
+    /// `headers` with `Content-Type: type` first, unless they name their own.
+    private static func withContentType(_ type: String, _ headers: [HTTPHeader]) -> [HTTPHeader] {
+        headers.first(named: "Content-Type") == nil ? [HTTPHeader("Content-Type", type)] + headers : headers
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters.

@@ -68,6 +68,23 @@ struct RequestOptionsTests {
         #expect(request.headers.first(named: "content-type") == "application/x-www-form-urlencoded")
     }
 
+    @Test("a Content-Type given by the caller replaces the default instead of doubling it")
+    func ownContentType() throws {
+        let form = HTTPClientRequest.form(url: "http://127.0.0.1/", fields: [("a", "b")], headers: [HTTPHeader("content-type", "text/plain")])
+        #expect(form.headers == [HTTPHeader("content-type", "text/plain")])
+        let json = try HTTPClientRequest.json(url: "http://127.0.0.1/", body: [1], headers: [HTTPHeader("Content-Type", "application/jose+json")])
+        #expect(json.headers == [HTTPHeader("Content-Type", "application/jose+json")])
+    }
+
+    @Test("loopback never goes through a proxy, whatever the environment says")
+    func loopbackBypassesProxy() throws {
+        let options = try TransferOptions(request: HTTPClientRequest(url: "http://127.0.0.1:1/"), configuration: .init())
+        let hosts = options.noProxy.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(hosts.contains("127.0.0.1"))
+        #expect(hosts.contains("localhost"))
+        #expect(hosts.contains("::1"))
+    }
+
     @Test("a JSON request encodes its body and names its type")
     func jsonRequest() throws {
         let request = try HTTPClientRequest.json(method: .PUT, url: "http://127.0.0.1/", body: ["k": [1, 2]], headers: [HTTPHeader("X", "y")])

@@ -51,6 +51,7 @@ final class EasyHandle {
         check(siwa_curl_easy_setopt_long(raw, CURLOPT_SSL_VERIFYHOST, options.verifyHost))
         check(siwa_curl_easy_setopt_string(raw, CURLOPT_USERAGENT, options.userAgent))
         check(siwa_curl_easy_setopt_long(raw, CURLOPT_TCP_KEEPALIVE, 1))
+        check(siwa_curl_easy_setopt_string(raw, CURLOPT_NOPROXY, options.noProxy))
         // Refuses a declared Content-Length over the limit before reading the body;
         // the write callback enforces it for bodies of unknown length.
         check(siwa_curl_easy_setopt_off_t(raw, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maximumResponseSize)))

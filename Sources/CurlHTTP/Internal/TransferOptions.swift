@@ -1,3 +1,4 @@
+import Foundation
 internal import CCurl
 
 /// Everything a transfer sets on its easy handle, worked out from a request and the
@@ -19,6 +20,8 @@ struct TransferOptions: Sendable, Equatable {
     /// `CURLOPT_SSL_VERIFYHOST`: 2 verifies the name; 1 is not a valid setting.
     var verifyHost: Int
     var userAgent: String
+    /// `CURLOPT_NOPROXY`: the environment's `no_proxy` list plus loopback.
+    var noProxy: String
 
     init(request: HTTPClientRequest, configuration: CurlHTTPClient.Configuration) throws(HTTPClientError) {
         url = request.url
@@ -38,7 +41,17 @@ struct TransferOptions: Sendable, Equatable {
         verifyPeer = configuration.verifyTLS ? 1 : 0
         verifyHost = configuration.verifyTLS ? 2 : 0
         userAgent = configuration.userAgent
+        noProxy = Self.noProxy
     }
+
+    /// Setting `CURLOPT_NOPROXY` replaces libcurl's reading of `no_proxy`, so the
+    /// operator's list is kept and loopback added: a local peer (the emulator, a test
+    /// server) is never reached through a proxy.
+    static let noProxy: String = {
+        let environment = ProcessInfo.processInfo.environment
+        let configured = environment["no_proxy"] ?? environment["NO_PROXY"] ?? ""
+        return ([configured, "localhost,127.0.0.1,::1"].filter { !$0.isEmpty }).joined(separator: ",")
+    }()
 
     /// Parses `url` with libcurl's own URL parser, so what we accept is what it will fetch.
     static func validatedHost(of url: String) throws(HTTPClientError) -> String {
