@@ -98,6 +98,13 @@ let package = Package(
         ),
 
         // MARK: Tests (one per target, plus end to end)
+        // Shared by the web and end-to-end suites: databases per backend, a cookie jar.
+        .target(
+            name: "SIWATestSupport",
+            dependencies: ["SIWAStore", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/SIWATestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "JOSETests", dependencies: ["JOSE"], resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "CurlHTTPTests",
@@ -119,7 +126,7 @@ let package = Package(
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [
-                "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE",
+                "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
@@ -137,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
+                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

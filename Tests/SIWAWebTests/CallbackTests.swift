@@ -260,13 +260,15 @@ struct CallbackTests {
 
     @Test("Apple's token endpoint failures give the error page with the right status and no session", arguments: Backend.all)
     func exchangeFailures(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["APPLE_TIMEOUT": "1"]) { app, browser in
+        try await TestApp.run(backend, settings: ["APPLE_TIMEOUT": "3"]) { app, browser in
+            // warm the key cache first, so the short timeout applies only to the token endpoint
+            try await app.signIn(browser.fresh(), sub: "001.j-warm")
             let cases: [(LoopbackApple.TokenBehaviour, Int, String)] = [
                 (.appleError(code: "invalid_grant", status: 400), 400, "expired"),
                 (.appleError(code: "invalid_client", status: 401), 502, "refused"),
                 (.status(500), 502, "trouble"),
                 (.status(503), 502, "trouble"),
-                (.delay(.seconds(3)), 504, "too long"),
+                (.delay(.seconds(8)), 504, "too long"),
             ]
             for (index, (behaviour, status, words)) in cases.enumerated() {
                 await app.apple.state.set(behaviour)

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import SIWAStore
 
 /// Turns every error into a clear answer: the error page (`data-page="error"`) for browsers, JSON
@@ -51,6 +52,10 @@ struct ErrorPageMiddleware: RouterMiddleware {
             logger.error("storage error", metadata: ["path": .string(path), "error": .string(String(describing: error))])
             return WebError(.internalServerError, kind: "internal", title: "Something went wrong",
                             message: "An unexpected error stopped this request. Nothing was lost; please try again.", retryPath: "/")
+        case is NIOTooManyBytesError:
+            // `collectBody(upTo:)` past its limit.
+            return WebError(.contentTooLarge, kind: "too_large", title: "That request was too large",
+                            message: "The request body is larger than this service accepts.")
         case let error as HTTPError:
             switch error.status {
             case .notFound:

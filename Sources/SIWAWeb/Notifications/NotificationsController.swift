@@ -20,8 +20,13 @@ struct NotificationsController: Sendable {
         let notification: ServerNotification
         do {
             notification = try await dependencies.notifications.verify(body: Array(buffer: body), audiences: dependencies.allClientIDs)
-        } catch {
-            if case IdentityTokenError.keysUnavailable = error {
+        } catch let error as NotificationError {
+            if error.isAuthenticButUnsupported {
+                // Signed by Apple, but an event type we do not act on: accept it so Apple stops retrying.
+                dependencies.metrics.notification("unsupported", result: "ignored")
+                return .json(Answer(status: "ignored", event: nil))
+            }
+            if case .keysUnavailable = error {
                 // Apple retries; answering 503 asks it to.
                 throw WebError(.serviceUnavailable, kind: "apple_keys_unavailable", title: "Keys unavailable",
                                message: "Apple's keys could not be fetched to verify this notification.")

@@ -5,43 +5,15 @@ import HummingbirdTesting
 import JOSE
 import Logging
 import SIWAStore
+import SIWATestSupport
 import SIWAWeb
 import Testing
 
-/// The databases every web test runs on. PostgreSQL needs SIWA_TEST_POSTGRES_URL (`.ci/postgres.sh`
-/// prints it); without it those cases are skipped locally, and fail when SIWA_REQUIRE_POSTGRES=1.
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
+/// The databases every web test runs on (see `TestDatabase`).
+typealias Backend = TestDatabase
 
-    static var all: [Backend] { [.sqlite, .postgres] }
-
-    /// Opens a fresh, private database for one test: a temporary SQLite file or a new PostgreSQL schema.
-    func open() async throws -> SIWADatabase? {
-        var logger = Logger(label: "test.db")
-        logger.logLevel = .warning
-        switch self {
-        case .sqlite:
-            let path = NSTemporaryDirectory() + "siwa-web-\(UUID().uuidString).sqlite"
-            let database = try await SIWADatabase.open(DatabaseURL("sqlite:\(path)"), logger: logger)
-            try await database.migrate()
-            return database
-        case .postgres:
-            let environment = ProcessInfo.processInfo.environment
-            guard let url = environment["SIWA_TEST_POSTGRES_URL"], !url.isEmpty else {
-                if environment["SIWA_REQUIRE_POSTGRES"] == "1" {
-                    Issue.record("SIWA_REQUIRE_POSTGRES=1 but SIWA_TEST_POSTGRES_URL is not set")
-                } else {
-                    print("note: PostgreSQL case skipped (set SIWA_TEST_POSTGRES_URL, see .ci/postgres.sh)")
-                }
-                return nil
-            }
-            let schema = "web_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
-            let database = try await SIWADatabase.open(DatabaseURL(url), logger: logger, postgresSchema: String(schema))
-            try await database.migrate()
-            return database
-        }
-    }
+extension TestDatabase {
+    static var all: [TestDatabase] { allCases }
 }
 
 /// The app under test, wired to a loopback Apple and a fresh database, driven in-process.
@@ -62,7 +34,7 @@ struct TestApp {
             "APPLE_PRIVATE_KEY": try P256PrivateKey.generate().pkcs8PEM(),
             "APPLE_BASE_URL": apple.baseURL, "APPLE_NATIVE_CLIENT_IDS": nativeClientID,
             "PUBLIC_URL": "https://app.example.com", "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)),
-            "APPLE_TIMEOUT": "2", "RATE_LIMIT_PER_MINUTE": "0", "DATABASE_URL": "sqlite::memory:",
+            "APPLE_TIMEOUT": "10", "RATE_LIMIT_PER_MINUTE": "0", "DATABASE_URL": "sqlite::memory:",
         ]
         values.merge(overrides) { $1 }
         return values
@@ -92,20 +64,19 @@ struct TestApp {
     }
 }
 
-/// A browser over the in-process client: a cookie jar that honours Path, Max-Age and expiry.
-final class Browser: @unchecked Sendable {
-    struct StoredCookie { var value: String; var path: String }
+/// A browser over the in-process client, with its own cookie jar.
+final class Browser: Sendable {
     let client: any TestClientProtocol
-    private(set) var cookies: [String: StoredCookie] = [:]
+    let jar = CookieJar()
 
     init(client: any TestClientProtocol) { self.client = client }
 
     /// Another browser profile sharing nothing with this one.
     func fresh() -> Browser { Browser(client: client) }
 
-    func cookie(_ name: String) -> String? { cookies[name]?.value }
-    func setCookie(_ name: String, _ value: String, path: String = "/") { cookies[name] = StoredCookie(value: value, path: path) }
-    func removeCookie(_ name: String) { cookies[name] = nil }
+    func cookie(_ name: String) -> String? { jar[name] }
+    func setCookie(_ name: String, _ value: String) { jar[name] = value }
+    func removeCookie(_ name: String) { jar[name] = nil }
 
     @discardableResult
     func get(_ uri: String, headers: HTTPFields = [:]) async throws -> TestResponse {
@@ -116,39 +87,16 @@ final class Browser: @unchecked Sendable {
     func postForm(_ uri: String, _ fields: [(String, String)], headers: HTTPFields = [:]) async throws -> TestResponse {
         var headers = headers
         headers[.contentType] = "application/x-www-form-urlencoded"
-        let body = fields.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
-        return try await send(uri, method: .post, headers: headers, body: ByteBuffer(string: body))
+        return try await send(uri, method: .post, headers: headers, body: ByteBuffer(string: CookieJar.formEncode(fields)))
     }
 
     @discardableResult
     func send(_ uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer?) async throws -> TestResponse {
         var headers = headers
-        let path = String(uri.prefix { $0 != "?" })
-        let applicable = cookies.filter { path.hasPrefix($0.value.path) }.map { "\($0.key)=\($0.value.value)" }
-        if !applicable.isEmpty, headers[.cookie] == nil { headers[.cookie] = applicable.sorted().joined(separator: "; ") }
+        if headers[.cookie] == nil, let cookies = jar.header(for: uri) { headers[.cookie] = cookies }
         let response = try await client.execute(uri: uri, method: method, headers: headers, body: body)
-        for header in response.headers[values: .setCookie] { absorb(header) }
+        for header in response.headers[values: .setCookie] { jar.absorb(header) }
         return response
-    }
-
-    private func absorb(_ header: String) {
-        let parts = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let first = parts.first, let equals = first.firstIndex(of: "=") else { return }
-        let name = String(first[..<equals])
-        let value = String(first[first.index(after: equals)...])
-        var path = "/"
-        var expired = false
-        for attribute in parts.dropFirst() {
-            let lower = attribute.lowercased()
-            if lower.hasPrefix("path=") { path = String(attribute.dropFirst(5)) }
-            if lower == "max-age=0" || lower.hasPrefix("max-age=-") { expired = true }
-        }
-        if expired || value.isEmpty { cookies[name] = nil } else { cookies[name] = StoredCookie(value: value, path: path) }
-    }
-
-    static func encode(_ value: String) -> String {
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
     }
 }
 

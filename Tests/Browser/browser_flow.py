@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""The real-browser test: headless Chromium (Debian's) driven by Playwright through the whole
+sign-in with the Apple ID emulator, across sites (app on localhost, emulator on 127.0.0.1), so
+Apple's cross-site form_post and the SameSite=None binding cookie are exercised for real.
+
+Run by EndToEndTests (which starts the app and the emulator on free loopback ports):
+    browser_flow.py --app http://localhost:P --emulator http://127.0.0.1:E --screenshots DIR
+Exits 0 when every step passed; prints one line per step.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+import urllib.request
+
+from playwright.sync_api import sync_playwright
+
+WEB_CLIENT = "dev.siwa.demo.web"
+
+
+def admin(emulator, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(emulator + "/emulator/admin/" + path, data=data,
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST" if body is not None else "GET")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+class Flow:
+    def __init__(self, page, app, emulator, shots):
+        self.page, self.app, self.emulator, self.shots = page, app, emulator, shots
+        self.step_number = 0
+
+    def step(self, name):
+        self.step_number += 1
+        path = os.path.join(self.shots, f"{self.step_number:02d}-{name}.png")
+        self.page.screenshot(path=path, full_page=True)
+        print(f"ok    {self.step_number:02d} {name}  ({self.page.url})", flush=True)
+
+    def expect_page(self, kind, timeout=15000):
+        self.page.wait_for_selector(f'body[data-page="{kind}"]', timeout=timeout)
+
+    def start_sign_in(self):
+        self.page.goto(self.app + "/")
+        self.expect_page("signin")
+        self.page.click("a.apple-button")
+        self.expect_page("emulator-sheet")
+        assert self.page.url.startswith(self.emulator), self.page.url
+
+    def choose(self, person_id):
+        self.page.click(f'a[data-person="{person_id}"]')
+        self.page.wait_for_selector('button[value="continue"]')
+
+    def has_name_fields(self):
+        return self.page.locator('input[name="given_name"]').count() > 0
+
+    def continue_to_account(self):
+        self.page.click('button[value="continue"]')
+        self.expect_page("account")
+        assert self.page.url.startswith(self.app), self.page.url
+
+    def account_name(self):
+        return self.page.inner_text('[data-field="name"]').strip()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--emulator", required=True)
+    parser.add_argument("--screenshots", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.screenshots, exist_ok=True)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("FAIL  no chromium on PATH (apt-get install chromium)")
+        return 2
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": 900, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        flow = Flow(page, args.app, args.emulator, args.screenshots)
+
+        # 1. Sign-in page → consent sheet (first time: name fields) → cross-site form_post → account
+        page.goto(args.app + "/")
+        flow.expect_page("signin")
+        flow.step("signin-page")
+        flow.start_sign_in()
+        flow.step("emulator-picker")
+        flow.choose("p1")
+        assert flow.has_name_fields(), "first authorization must ask for the name"
+        page.fill('input[name="given_name"]', "Ada")
+        page.fill('input[name="family_name"]', "King")
+        flow.step("consent-sheet-first-time")
+        flow.continue_to_account()
+        assert flow.account_name() == "Ada King", flow.account_name()
+        flow.step("account-page")
+
+        # 2. Sign out
+        page.click('[data-action="signout"]')
+        flow.expect_page("signin")
+        assert "signed out" in page.inner_text("body")
+        flow.step("signed-out")
+
+        # 3. Sign in again: no name fields, no `user` JSON — the name is kept
+        flow.start_sign_in()
+        flow.choose("p1")
+        assert not flow.has_name_fields(), "a returning person is not asked for the name"
+        flow.step("consent-sheet-returning")
+        flow.continue_to_account()
+        assert flow.account_name() == "Ada King", flow.account_name()
+        flow.step("account-again")
+
+        # 4. Delete the account → deleted page → the emulator sees the revoke
+        page.check('input[name="confirm"]')
+        page.click('[data-action="delete"]')
+        flow.expect_page("deleted")
+        flow.step("deleted")
+        deadline = time.time() + 15
+        revokes = []
+        while time.time() < deadline and not revokes:
+            revokes = [e for e in admin(args.emulator, "events") if e["kind"] == "revoke" and e.get("outcome", "").startswith("ok")]
+            if not revokes:
+                time.sleep(0.2)
+        assert revokes, "the emulator never saw the revoke: " + json.dumps(admin(args.emulator, "events")[-5:])
+        page.goto(args.emulator + "/emulator")
+        flow.step("emulator-log-shows-revoke")
+
+        # 5. Cancel on the sheet returns to the sign-in page with a gentle notice
+        flow.start_sign_in()
+        page.click('button[value="cancel"]')
+        flow.expect_page("signin")
+        assert "cancelled" in page.inner_text("body")
+        flow.step("cancelled")
+
+        # 6. The lost first callback: the person's first authorization happened but never reached
+        #    the site (approved through the admin API), so Apple sends no name: the recovery page.
+        admin(args.emulator, "approve", {"client_id": WEB_CLIENT, "redirect_uri": args.app + "/auth/apple/callback",
+                                         "person_id": "p3", "state": "lost", "nonce": "lost"})
+        flow.start_sign_in()
+        flow.choose("p3")
+        assert not flow.has_name_fields()
+        page.click('button[value="continue"]')
+        flow.expect_page("recovery")
+        assert "Sign in with Apple" in page.inner_text("body")
+        flow.step("recovery-page")
+
+        # 7. "Stop using" at the emulator, then sign in again: the `user` JSON comes again
+        admin(args.emulator, "stop-using", {"person_id": "p3", "client_id": WEB_CLIENT})
+        flow.start_sign_in()
+        flow.choose("p3")
+        assert flow.has_name_fields(), "after stop-using the sheet asks for the name again"
+        flow.continue_to_account()
+        assert flow.account_name() == "Alan Turing", flow.account_name()
+        flow.step("account-after-stop-using")
+
+        # 8. Dark mode renders the white button style
+        dark = browser.new_context(color_scheme="dark", viewport={"width": 900, "height": 700})
+        dark_page = dark.new_page()
+        dark_page.goto(args.app + "/")
+        dark_page.wait_for_selector('body[data-page="signin"]')
+        background = dark_page.eval_on_selector("a.apple-button", "e => getComputedStyle(e).backgroundColor")
+        assert background == "rgb(255, 255, 255)", background
+        dark_page.screenshot(path=os.path.join(args.screenshots, "99-signin-dark.png"), full_page=True)
+        print("ok    99 signin-dark", flush=True)
+        browser.close()
+    print("browser flow: all steps passed")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except AssertionError as error:
+        print(f"FAIL  {error}")
+        sys.exit(1)

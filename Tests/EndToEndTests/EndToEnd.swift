@@ -1,0 +1,125 @@
+import AppleIDEmulator
+import CurlHTTP
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import SIWAStore
+import SIWATestSupport
+import SIWAWeb
+
+/// The app and the Apple ID emulator running for real on loopback, as demo mode runs them: the app
+/// on `localhost`, the emulator on `127.0.0.1` — two sites, so the callback is a cross-site POST.
+struct EndToEnd: Sendable {
+    let appURL: String
+    let emulatorURL: String
+    let emulator: AppleIDEmulatorState
+    let database: SIWADatabase
+    let configuration: SIWAConfiguration
+    let http: CurlHTTPClient
+
+    /// A data folder (keys, SQLite file) that survives a restart within one test.
+    static func dataDirectory() -> String { NSTemporaryDirectory() + "siwa-e2e-\(UUID().uuidString)" }
+
+    /// Runs `body` with both servers started; stops them afterwards. Pass the same `dataDirectory`,
+    /// `databaseLocation` and `emulator` again to restart the app on the same state.
+    static func run(
+        dataDirectory: String = EndToEnd.dataDirectory(), databaseLocation: (url: DatabaseURL, schema: String?),
+        emulator existing: AppleIDEmulatorState? = nil, settings: [String: String] = [:],
+        _ body: @escaping @Sendable (EndToEnd) async throws -> Void
+    ) async throws {
+        let (appPort, emulatorPort) = try await freePorts()
+        var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "EMULATOR_PORT": String(emulatorPort),
+                      "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10", "DATABASE_URL": "sqlite::memory:"]
+        values.merge(settings) { $1 }
+        let configuration = try SIWAConfiguration.load(from: values)
+        let logger = TestDatabase.quietLogger
+        let database = try await SIWADatabase.open(databaseLocation.url, logger: logger, postgresSchema: databaseLocation.schema)
+        try await database.migrate()
+        let http = CurlHTTPClient()
+        let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa e2e")
+        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
+
+        let emulatorConfiguration = EmulatorConfiguration.forSite(
+            teamID: configuration.teamID, keyID: configuration.keyID, publicKey: configuration.privateKey.publicKey,
+            webClientID: configuration.clientID, redirectURI: configuration.redirectURI,
+            nativeClientIDs: configuration.nativeClientIDs,
+            notificationURL: "http://127.0.0.1:\(appPort)/auth/apple/notifications",
+            templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
+        let emulator = try existing ?? AppleIDEmulatorState(configuration: emulatorConfiguration)
+
+        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let emulatorApp = try await buildEmulatorApplication(
+            configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort, logger: logger,
+            onServerRunning: { _ in startedContinuation.yield() })
+        let app = buildApplication(dependencies, logger: logger) { _ in startedContinuation.yield() }
+        let group = ServiceGroup(services: [emulatorApp, app], gracefulShutdownSignals: [], logger: logger)
+        let running = Task { try await group.run() }
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        _ = await iterator.next()
+
+        let clientHTTP = CurlHTTPClient()
+        let endToEnd = EndToEnd(appURL: configuration.publicURL, emulatorURL: configuration.appleBaseURL, emulator: emulator,
+                                database: database, configuration: configuration, http: clientHTTP)
+        do {
+            try await body(endToEnd)
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            await clientHTTP.shutdown()
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        _ = try? await running.value
+        await clientHTTP.shutdown()
+    }
+
+    /// Two free loopback ports, found by binding port 0 and letting go.
+    static func freePorts() async throws -> (Int, Int) {
+        var ports: [Int] = []
+        var channels: [any Channel] = []
+        for _ in 0..<2 {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .bind(host: "127.0.0.1", port: 0).get()
+            ports.append(channel.localAddress?.port ?? 0)
+            channels.append(channel)
+        }
+        for channel in channels { try await channel.close() }
+        return (ports[0], ports[1])
+    }
+}
+
+/// A browser without a screen, over libcurl: a cookie jar for the app, no redirects followed.
+struct WebClient: Sendable {
+    let http: CurlHTTPClient
+    let jar = CookieJar()
+
+    func get(_ url: String) async throws -> HTTPClientResponse {
+        try await send(HTTPClientRequest(method: .GET, url: url))
+    }
+
+    func postForm(_ url: String, _ fields: [(String, String)]) async throws -> HTTPClientResponse {
+        try await send(HTTPClientRequest.form(url: url, fields: fields))
+    }
+
+    func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        var request = request
+        if let path = URLComponents(string: request.url)?.path, let cookies = jar.header(for: path) {
+            request.headers.append(HTTPHeader("Cookie", cookies))
+        }
+        let response = try await http.execute(request)
+        for header in response.headers where header.name.lowercased() == "set-cookie" { jar.absorb(header.value) }
+        return response
+    }
+}
+
+extension HTTPClientResponse {
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var page: String? {
+        guard let range = text.range(of: "data-page=\"") else { return nil }
+        return String(text[range.upperBound...].prefix { $0 != "\"" })
+    }
+}
