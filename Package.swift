@@ -13,6 +13,11 @@ let package = Package(
         // The Apple protocol as a library, so another Swift server can depend on it.
         .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
         .library(name: "AppleIDEmulator", targets: ["AppleIDEmulator"]),
+        // For the Benchmarks package, which depends on this one by path and measures these layers.
+        .library(name: "JOSE", targets: ["JOSE"]),
+        .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
+        .library(name: "SIWAStore", targets: ["SIWAStore"]),
+        .library(name: "SIWAWeb", targets: ["SIWAWeb"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
