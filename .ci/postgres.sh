@@ -41,6 +41,18 @@ fi
 
 psql_admin() { runuser -u postgres -- psql -p "$port" -v ON_ERROR_STOP=1 -qtA "$@"; }
 
+# The test suites run many cases in parallel, each with its own small pool: the default of 100
+# connections is not enough. Raising it needs a restart, done once.
+if [ "$(psql_admin -c "SHOW max_connections")" -lt 500 ]; then
+    log "raising max_connections to 500"
+    psql_admin -c "ALTER SYSTEM SET max_connections = 500" >/dev/null
+    pg_ctlcluster "$version" "$cluster" restart >&2
+    for _ in $(seq 1 60); do
+        if pg_isready -q -h 127.0.0.1 -p "$port"; then break; fi
+        sleep 0.5
+    done
+fi
+
 if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'siwa'")" != "1" ]; then
     log "creating role siwa"
     psql_admin -c "CREATE ROLE siwa LOGIN PASSWORD 'siwa'"

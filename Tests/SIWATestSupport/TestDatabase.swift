@@ -37,7 +37,8 @@ public enum TestDatabase: String, CaseIterable, Sendable, CustomStringConvertibl
     /// Opens and migrates a fresh, private database; nil when this backend is skipped.
     public func open(logger: Logger = TestDatabase.quietLogger) async throws -> SIWADatabase? {
         guard let (url, schema) = try location() else { return nil }
-        let database = try await SIWADatabase.open(url, logger: logger, postgresSchema: schema)
+        // Small pools: many cases run in parallel against one PostgreSQL.
+        let database = try await SIWADatabase.open(url, logger: logger, poolSize: 2, postgresSchema: schema)
         try await database.migrate()
         return database
     }
