@@ -36,7 +36,8 @@ struct ServeCommand: AsyncParsableCommand {
             extraServices.append(try await DemoEmulator.application(for: configuration, logger: logger))
         }
         let app = buildApplication(dependencies, logger: logger, extraServices: extraServices) { _ in
-            print(Banner.text(configuration))
+            // Straight to the file descriptor: print() is block-buffered when stdout is a pipe.
+            FileHandle.standardOutput.write(Data((Banner.text(configuration) + "\n").utf8))
         }
         try await app.runService()
     }
