@@ -106,7 +106,12 @@ let package = Package(
         // Shared by the web and end-to-end suites: databases per backend, a cookie jar.
         .target(
             name: "SIWATestSupport",
-            dependencies: ["SIWAStore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SIWAStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Tests/SIWATestSupport",
             swiftSettings: swiftSettings
         ),
@@ -122,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "AppleSignInTests",
             dependencies: [
-                "AppleSignIn", "JOSE", "CurlHTTP",
+                "AppleSignIn", "JOSE", "CurlHTTP", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

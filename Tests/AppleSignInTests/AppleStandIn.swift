@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SIWATestSupport
 import JOSE
 import Logging
 import NIOCore
@@ -63,36 +64,9 @@ final class AppleStandIn: Sendable {
     ) async throws -> T {
         let standIn = AppleStandIn()
         standIn.setKeys(keys)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "apple-stand-in")
-        logger.logLevel = .critical
-        let app = Application(
-            router: standIn.router(),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            },
-            logger: logger
-        )
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next(), port > 0 else {
-                group.cancelAll()
-                throw StandInError.didNotStart
-            }
-            standIn.portBox.withLock { $0 = port }
-            do {
-                let result = try await body(standIn)
-                group.cancelAll()
-                try? await group.waitForAll()
-                return result
-            } catch {
-                group.cancelAll()
-                try? await group.waitForAll()
-                throw error
-            }
+        return try await LoopbackServer.with(standIn.router()) { server in
+            standIn.portBox.withLock { $0 = server.port }
+            return try await body(standIn)
         }
     }
 

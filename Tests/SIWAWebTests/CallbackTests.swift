@@ -289,8 +289,7 @@ struct CallbackTests {
         try await TestApp.run(backend) { app, browser in
             // warm the key cache with one successful sign-in, then take Apple away
             try await app.signIn(browser, sub: "001.k0")
-            app.apple.stop()
-            try await Task.sleep(for: .milliseconds(200))
+            await app.apple.stop()
             let other = browser.fresh()
             let response = try await app.signIn(other, sub: "001.k1", given: "Mary", family: "Jackson")
             #expect(response.status == .badGateway)

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import JOSE
 import NIOCore
+import SIWATestSupport
 
 /// Claims of a test id_token: every field optional, so a test can leave out or break exactly one.
 struct MintedClaims: Encodable, Sendable {
@@ -62,19 +63,18 @@ final class LoopbackApple: Sendable {
     static let kid = "loopback-key-1"
     let key: RSAPrivateKey
     let state: State
-    let port: Int
-    private let task: Task<Void, any Error>
+    private let server: LoopbackServer
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var baseURL: String { server.baseURL }
 
-    private init(key: RSAPrivateKey, port: Int, task: Task<Void, any Error>, state: State) {
+    private init(key: RSAPrivateKey, server: LoopbackServer, state: State) {
         self.key = key
-        self.port = port
-        self.task = task
+        self.server = server
         self.state = state
     }
 
-    func stop() { task.cancel() }
+    /// Apple goes away: the port refuses connections from now on.
+    func stop() async { await server.stop() }
 
     /// Signs `claims` as Apple would (RS256, this stand-in's key), or with another `kid`/`alg` when asked.
     func mint(_ claims: MintedClaims, kid: String = LoopbackApple.kid) throws -> String {
@@ -121,16 +121,7 @@ final class LoopbackApple: Sendable {
             let status = await state.revokeStatus
             return status == 200 ? Response(status: .ok) : jsonResponse(["error": "server_error"], status: .init(code: status))
         }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }
-        )
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else { throw CancellationError() }
-        return LoopbackApple(key: key, port: port, task: task, state: state)
+        return LoopbackApple(key: key, server: try await LoopbackServer.start(router), state: state)
     }
 
     struct TokenAnswer: Encodable {

@@ -47,7 +47,6 @@ struct TestApp {
     ) async throws {
         guard let database = try await backend.open() else { return }
         let apple = try await LoopbackApple.start()
-        defer { apple.stop() }
         let configuration = try SIWAConfiguration.load(from: try settings(apple: apple, overrides: overrides))
         var logger = Logger(label: "test.web")
         logger.logLevel = .warning
@@ -58,9 +57,15 @@ struct TestApp {
         let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
         let testApp = TestApp(apple: apple, dependencies: dependencies, database: database)
         let app = buildApplication(dependencies, logger: logger)
-        try await app.test(.router) { client in
-            try await test(testApp, Browser(client: client))
+        do {
+            try await app.test(.router) { client in
+                try await test(testApp, Browser(client: client))
+            }
+        } catch {
+            await apple.stop()
+            throw error
         }
+        await apple.stop()
     }
 }
 
