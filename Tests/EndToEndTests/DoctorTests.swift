@@ -2,7 +2,7 @@ import Foundation
 import SIWAWeb
 import Testing
 
-/// Runs the built `siwa` binary.
+/// Finds the built `siwa` binary, and runs child processes (siwa, python3) collecting their output.
 enum SIWABinary {
     /// `siwa` sits beside the test bundle in the build folder (`swift build --build-tests` builds both).
     static var path: String? {

@@ -211,7 +211,7 @@ final class EmulatorBox: @unchecked Sendable {
 
 /// Runs Tests/Browser/browser_flow.py (Playwright + Debian's chromium).
 enum BrowserTest {
-    /// On when SIWA_BROWSER_TEST=1 (scripts/test sets it), or when chromium and Playwright are both here.
+    /// On when SIWA_BROWSER_TEST=1 (scripts/test sets it), off when 0, else when Debian's chromium is installed.
     static var isEnabled: Bool {
         if ProcessInfo.processInfo.environment["SIWA_BROWSER_TEST"] == "1" { return true }
         if ProcessInfo.processInfo.environment["SIWA_BROWSER_TEST"] == "0" { return false }
@@ -223,21 +223,8 @@ enum BrowserTest {
 
     static func run(appURL: String, emulatorURL: String) async throws -> (status: Int32, output: String) {
         let script = ResourceLocator.directory("Tests") + "/Browser/browser_flow.py"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--app", appURL, "--emulator", emulatorURL, "--screenshots", screenshotsDirectory]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        // Read on a separate thread so a chatty child never blocks on a full pipe.
-        let output = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        return (process.terminationStatus, output)
+        return try await SIWABinary.run("/usr/bin/env", ["python3", script, "--app", appURL, "--emulator", emulatorURL,
+                                                     "--screenshots", screenshotsDirectory],
+                                        environment: ProcessInfo.processInfo.environment)
     }
 }
