@@ -1,0 +1,55 @@
+import AppleSignIn
+import Foundation
+import FuzzSupport
+import JOSE
+
+/// Compact JWS parsing (`CompactJWS(compact:)`), the payload decoded into `IdentityTokenClaims`,
+/// the identity-token verifier up to the signature check, and the base64url / base64 codecs.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzCompactJWS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = FuzzInput.bytes(data, size)
+    let text = String(decoding: bytes, as: UTF8.self)
+
+    checkBase64(text)
+
+    if let jws = try? CompactJWS(compact: text) {
+        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
+        FuzzInput.invariant(segments.count == 3, "parsed with \(segments.count) segments")
+        // Strict base64url: a token has exactly one textual form.
+        FuzzInput.invariant(Base64URL.encode(jws.payload) == segments[1], "payload is not canonical base64url")
+        FuzzInput.invariant(Base64URL.encode(jws.signature) == segments[2], "signature is not canonical base64url")
+        FuzzInput.invariant(jws.signingInput == Array(text.utf8.prefix(segments[0].utf8.count + 1 + segments[1].utf8.count)),
+                            "signing input is not header.payload")
+        FuzzInput.invariant(!jws.signature.isEmpty, "empty signature accepted")
+        if jws.header.alg == "ES256" { FuzzInput.invariant(jws.signature.count == 64, "ES256 signature of \(jws.signature.count) bytes") }
+        _ = try? jws.decodePayload(as: IdentityTokenClaims.self)
+    }
+
+    let standIn = AppleStandIn.shared
+    let verified = runBlocking {
+        try? await standIn.identityTokens.verify(text, audiences: standIn.audiences, nonce: .notChecked, code: nil)
+    }
+    FuzzInput.invariant(verified == nil, "a token not signed by the stand-in key verified")
+    return 0
+}
+
+/// Decoding then encoding gives back the input: the codecs are strict (one text per byte string).
+private func checkBase64(_ text: String) {
+    if let decoded = try? Base64URL.decode(text) {
+        FuzzInput.invariant(Base64URL.encode(decoded) == text, "base64url round trip changed \(text.debugDescription)")
+    }
+    if let decoded = try? Base64.decode(text) {
+        let encoded = Base64.encode(decoded)
+        // Padding is optional on input and always written on output.
+        var unpadded = Substring(encoded)
+        while unpadded.last == "=" { unpadded = unpadded.dropLast() }
+        FuzzInput.invariant(encoded == text || unpadded == text, "base64 round trip changed \(text.debugDescription)")
+    }
+}
+
+@main
+enum Main {
+    static func main() {
+        FuzzDriver.run(fuzzCompactJWS)
+    }
+}

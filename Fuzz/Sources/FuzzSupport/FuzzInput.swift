@@ -1,0 +1,52 @@
+import CFuzzerDriver
+import Foundation
+
+/// Helpers every fuzz target uses.
+public enum FuzzInput {
+    /// The bytes libFuzzer hands to `LLVMFuzzerTestOneInput`, copied into an array.
+    public static func bytes(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
+        guard let data, size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: size))
+    }
+
+    /// Stops the run with a message libFuzzer records as a crash. Used for broken invariants,
+    /// so a wrong answer is found, not only a trap.
+    public static func invariant(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
+                                 file: StaticString = #fileID, line: UInt = #line) {
+        if !condition() {
+            fatalError("invariant broken: \(message())", file: file, line: line)
+        }
+    }
+}
+
+/// Runs async code to completion from libFuzzer's (synchronous) callback thread.
+/// The callback thread is not one of Swift concurrency's threads, so blocking it is safe.
+public func runBlocking<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        box.value = await operation()
+        done.signal()
+    }
+    done.wait()
+    return box.value!
+}
+
+/// Carries the result across the semaphore; written once before the signal, read after the wait.
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}
+
+/// Runs libFuzzer with `testOneInput` as the target and exits with its status.
+///
+/// SwiftPM renames each executable's entry point and points `main` at it, which hides libFuzzer's
+/// own `main`; so each target has an `@main` that calls this, and libFuzzer's command line
+/// (corpus folders, `-max_total_time=…`, …) works as usual.
+public enum FuzzDriver {
+    public static func run(_ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Never {
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        let status = LLVMFuzzerRunDriver(&argc, &argv, testOneInput)
+        exit(status)
+    }
+}
