@@ -24,8 +24,8 @@ public final class CurlHTTPClient: Sendable {
         /// Most connections open at once to one host; more requests wait for a free one.
         /// Default: 64.
         public var maximumConnectionsPerHost: Int = 64
-        /// Most connections open at once in total, and the size of the idle-connection
-        /// cache. Default: 256.
+        /// Most connections open at once in total (raised to ``maximumConnectionsPerHost``
+        /// if smaller), and the size of the idle-connection cache. Default: 256.
         public var maximumTotalConnections: Int = 256
         /// Whether the server's certificate chain and host name are verified.
         /// Default: `true`. Only ever turn it off for a local test server.

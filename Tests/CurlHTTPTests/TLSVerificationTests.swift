@@ -36,7 +36,7 @@ struct SelfSignedTLSServer {
 
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            let text = String(decoding: FileManager.default.contents(atPath: output.path) ?? Data(), as: UTF8.self)
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
                 let port = line.split(separator: ":").last.flatMap({ Int($0) })
             {
@@ -66,10 +66,14 @@ struct SelfSignedTLSServer {
         }
     }
 
-    func stop() {
+    func stop() async {
         // SIGKILL, not Process.terminate(): the test runner blocks SIGTERM, and its
         // children inherit that mask, so a SIGTERM would never arrive.
         kill(process.processIdentifier, SIGKILL)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while process.isRunning && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         try? FileManager.default.removeItem(at: folder)
     }
 }
@@ -79,9 +83,16 @@ struct TLSVerificationTests {
     @Test("verification on (the default) rejects the certificate; off, the same server answers")
     func selfSignedCertificate() async throws {
         let server = try await SelfSignedTLSServer.start()
-        defer { server.stop() }
-        let url = "https://127.0.0.1:\(server.port)/"
+        do {
+            try await check(url: "https://127.0.0.1:\(server.port)/")
+            await server.stop()
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
 
+    private func check(url: String) async throws {
         try await withClient { client in
             let error = await httpError { try await client.execute(HTTPClientRequest(url: url)) }
             guard case .tlsFailure(let message) = error else {

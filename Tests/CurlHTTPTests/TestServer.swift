@@ -5,11 +5,18 @@ import Synchronization
 /// What the loopback test server saw.
 final class ServerLog: Sendable {
     private let ports = Mutex<[Int]>([])
+    private let handling = Mutex(0)
 
     func record(port: Int?) {
         guard let port else { return }
         ports.withLock { $0.append(port) }
     }
+
+    func handlerStarted() { handling.withLock { $0 += 1 } }
+    func handlerEnded() { handling.withLock { $0 -= 1 } }
+
+    /// Handlers still running (a hung one goes on after its client gave up).
+    var handlersRunning: Int { handling.withLock { $0 } }
 
     /// Requests served.
     var requests: Int { ports.withLock { $0.count } }
@@ -103,13 +110,12 @@ struct TestServer: Sendable {
             )
         }
         router.get("hang") { _, _ -> String in
-            // Long enough for any test, short enough not to keep a finished run alive.
-            try await Task.sleep(for: .seconds(30))
+            // Far longer than any timeout the tests set, short enough to wait for at the end.
+            try await Task.sleep(for: .seconds(3))
             return "too late"
         }
         router.get("drop") { _, context -> Response in
             context.dropConnection()
-            try await Task.sleep(for: .seconds(5))
             return Response(status: .ok)
         }
         return router
@@ -138,12 +144,22 @@ struct TestServer: Sendable {
                 group.cancelAll()
                 throw TestServerError.didNotStart
             }
+            // The server stops by cancellation; cancelling it while a handler still runs
+            // can trip a NIO precondition (an async writer dropped unfinished), so let
+            // handlers end first.
+            func stop() async {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while log.handlersRunning > 0 && ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
+                group.cancelAll()
+            }
             do {
                 let result = try await body(TestServer(port: port, log: log))
-                group.cancelAll()
+                await stop()
                 return result
             } catch {
-                group.cancelAll()
+                await stop()
                 throw error
             }
         }
@@ -165,6 +181,8 @@ struct RecordingMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: TestContext, next: (Request, TestContext) async throws -> Response) async throws -> Response {
         log.record(port: context.remotePort)
+        log.handlerStarted()
+        defer { log.handlerEnded() }
         return try await next(request, context)
     }
 }
