@@ -97,6 +97,15 @@ public final class SIWADatabase: Sendable {
         return name.unicodeScalars.allSatisfy { lower.contains($0) || digit.contains($0) || $0 == "_" }
     }
 
+    /// A database dropped without `close()` still shuts its pools down: async-kit traps when a pool is
+    /// deallocated open, and a forgotten close must not take the whole process down. The task keeps
+    /// the backend alive until its pools are closed.
+    deinit {
+        guard !closed.withLock({ $0 }) else { return }
+        logger.warning("SIWADatabase deallocated without close(); closing its pool")
+        Task { [backend] in try? await backend.shutdown() }
+    }
+
     /// Closes the pool (and for `sqlite::memory:` removes the temporary file). Safe to call twice.
     public func close() async throws {
         let alreadyClosed = closed.withLock { value in

@@ -112,3 +112,23 @@ struct AccountTests {
         #expect(RevocationWorker.backoff(attempts: 3) > RevocationWorker.backoff(attempts: 0))
     }
 }
+
+@Suite("Session fixation")
+struct SessionFixationTests {
+    @Test("signing in replaces any session the browser had: a planted token is dead afterwards", arguments: [Backend.sqlite])
+    func freshSessionOnSignIn(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            // setup: the attacker signs in and plants their session cookie in the victim's browser
+            let attacker = browser.fresh()
+            try await app.signIn(attacker, sub: "006.attacker")
+            let planted = try #require(attacker.cookie("siwa_session"))
+            browser.setCookie("siwa_session", planted)
+            // MUT: the victim signs in
+            try await app.signIn(browser, sub: "006.victim", given: "Vic", family: "Tim")
+            // validate: a new token, and the planted one no longer works anywhere
+            #expect(browser.cookie("siwa_session") != planted)
+            #expect(try await browser.get("/account").text.contains("Vic Tim"))
+            #expect(try await attacker.get("/account").location == "/")
+        }
+    }
+}

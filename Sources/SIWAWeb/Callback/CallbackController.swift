@@ -155,14 +155,18 @@ struct CallbackController: Sendable {
         // 7–8. The account by sub only, then the session.
         let signIn = VerifiedSignIn(claims: claims, clientID: configuration.clientID, refreshToken: tokens.refreshToken,
                                     givenName: payload?.givenName, familyName: payload?.familyName)
-        return try await finish(signIn, logger: logger)
+        return try await finish(signIn, replacing: request, logger: logger)
     }
 
     /// Signs in, or shows the recovery page / name form when a new account has no name anywhere.
-    private func finish(_ signIn: VerifiedSignIn, logger: Logger) async throws -> Response {
+    /// `request`'s own session, if any, ends: a sign-in always starts a fresh session (no fixation).
+    private func finish(_ signIn: VerifiedSignIn, replacing request: Request, logger: Logger) async throws -> Response {
         let configuration = dependencies.configuration
         switch try await dependencies.complete(signIn, sessionKind: "web", logger: logger) {
         case .signedIn(_, let created, let sessionToken):
+            if let previous = request.cookies[Cookies.sessionName]?.value, BearerSecret.isWellFormed(previous) {
+                try await dependencies.database.deleteSession(tokenHash: BearerSecret.hash(previous))
+            }
             dependencies.metrics.signIn(created ? "new_account" : "returning")
             var response = Response.seeOther("/account")
             response.setCookie(Cookies.session(sessionToken, secure: configuration.isHTTPS))
@@ -216,7 +220,7 @@ struct CallbackController: Sendable {
             isPrivateEmail: pending.isPrivateEmail, clientID: pending.clientID,
             refreshToken: try pending.refreshToken.map { try dependencies.cipher.open($0, context: refreshTokenContext) },
             givenName: given, familyName: family)
-        var response = try await finish(signIn, logger: context.logger)
+        var response = try await finish(signIn, replacing: request, logger: context.logger)
         response.setCookie(Cookies.cleared(Cookies.profileName, path: "/auth/apple/profile", secure: dependencies.configuration.isHTTPS))
         return response
     }
