@@ -30,7 +30,7 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
     return router
 }
 
-/// The web application: the router, the revocation worker and the sweeper, and the service that
+/// The web application: the router, the revocation worker, the sweeper and the consent check, and the service that
 /// closes the database and the HTTP client last on shutdown.
 public func buildApplication(
     _ dependencies: SIWADependencies, logger: Logger, publicDirectory: String = ResourceLocator.directory("Public"),
@@ -46,6 +46,7 @@ public func buildApplication(
     app.addServices(ResourceCloser(database: dependencies.database, http: dependencies.http))
     app.addServices(RevocationWorker(dependencies: dependencies, logger: logger))
     app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger))
+    app.addServices(ConsentCheckService(dependencies: dependencies, logger: logger))
     for service in extraServices { app.addServices(service) }
     return app
 }
@@ -57,6 +58,10 @@ public func makeDependencies(configuration: SIWAConfiguration, logger: Logger) a
     try await database.migrate()
     var httpConfiguration = CurlHTTPClient.Configuration()
     httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
+    // Every callback waits on one token call to Apple's single host: with 200 ms at Apple, N connections
+    // carry at most 5·N callbacks/s, so the client's default of 64 would cap sign-ins near 320/s.
+    httpConfiguration.maximumConnectionsPerHost = 1024
+    httpConfiguration.maximumTotalConnections = 1024
     let http = CurlHTTPClient(configuration: httpConfiguration)
     let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"),
                                        siteName: configuration.siteName)
