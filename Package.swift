@@ -155,6 +155,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
+                "siwa",  // the CLI's `transfer` steps, run in-process (TransferTests)
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

@@ -341,6 +341,11 @@ public actor AppleIDEmulatorState {
             claims.email_verified = "true"
             claims.is_private_email = email.isPrivate ? "true" : "false"
         }
+        // Like Apple during the 60 days after a transfer: the recipient team's tokens name the
+        // transfer identifier (the newest one, should the sender have asked more than once).
+        claims.transfer_sub = transfers
+            .filter { $0.value.personID == person.id && $0.value.targetTeamID == client.teamID && $0.value.expiresAt > now }
+            .max { $0.value.expiresAt < $1.value.expiresAt }?.key
         return try sign(claims)
     }
 

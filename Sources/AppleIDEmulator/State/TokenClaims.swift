@@ -19,6 +19,9 @@ public struct EmulatorIdentityTokenClaims: Sendable, Codable, Equatable {
     public var nonce_supported: Bool
     /// 2 = likely real (Apple's `real_user_status`).
     public var real_user_status: Int
+    /// After an app transfer: the identifier the sending team obtained for this person, so the
+    /// recipient can find the account it knew under the old team's `sub`.
+    public var transfer_sub: String? = nil
 }
 
 /// Claims of a server-to-server notification JWS. `events` is a JSON *string*, as Apple sends it.
