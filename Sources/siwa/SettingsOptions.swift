@@ -23,6 +23,7 @@ struct SettingsOptions: ParsableArguments {
     @Option(help: "APPLE_CLIENT_SECRET_LIFETIME in seconds (default 30 days)") var clientSecretLifetime: String?
     @Option(help: "DATA_DIR for demo keys and the default SQLite file (default data)") var dataDir: String?
     @Option(help: "SITE_NAME shown on pages") var siteName: String?
+    @Option(help: "MAX_PENDING_AUTHORIZATIONS: sign-ins in progress at once (default 20000)") var maxPendingAuthorizations: String?
 
     /// The environment with the given flags laid over it.
     func merged(with environment: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
@@ -34,7 +35,7 @@ struct SettingsOptions: ParsableArguments {
             ("DATABASE_URL", databaseUrl), ("HOST", host), ("PORT", port), ("TOKEN_ENCRYPTION_KEY", tokenEncryptionKey),
             ("APPLE_TIMEOUT", appleTimeout), ("EMULATOR_PORT", emulatorPort), ("RATE_LIMIT_PER_MINUTE", rateLimitPerMinute),
             ("PROFILE_FALLBACK", profileFallback), ("APPLE_CLIENT_SECRET_LIFETIME", clientSecretLifetime),
-            ("DATA_DIR", dataDir), ("SITE_NAME", siteName),
+            ("DATA_DIR", dataDir), ("SITE_NAME", siteName), ("MAX_PENDING_AUTHORIZATIONS", maxPendingAuthorizations),
         ]
         for (name, value) in flags { if let value { values[name] = value } }
         return values

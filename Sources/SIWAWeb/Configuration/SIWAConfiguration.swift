@@ -52,6 +52,9 @@ public struct SIWAConfiguration: Sendable {
     public var dataDirectory: String
     /// The site's name on its pages (SITE_NAME; defaults to PUBLIC_URL's host).
     public var siteName: String
+    /// Most sign-ins in progress (unexpired, unused pending authorizations) at once; past it `/auth/apple`
+    /// answers 503. The per-IP rate limit cannot bound this table against many addresses; this can.
+    public var maximumPendingAuthorizations: Int = 20_000
 
     /// Whether cookies get `Secure` and responses get HSTS.
     public var isHTTPS: Bool { publicURL.hasPrefix("https://") }
@@ -73,7 +76,7 @@ public struct SIWAConfiguration: Sendable {
         "APPLE_TEAM_ID", "APPLE_CLIENT_ID", "APPLE_KEY_ID", "APPLE_PRIVATE_KEY_PATH", "APPLE_PRIVATE_KEY",
         "APPLE_REDIRECT_URI", "APPLE_BASE_URL", "APPLE_NATIVE_CLIENT_IDS", "PUBLIC_URL", "DATABASE_URL",
         "HOST", "PORT", "TOKEN_ENCRYPTION_KEY", "APPLE_TIMEOUT", "EMULATOR_PORT", "RATE_LIMIT_PER_MINUTE",
-        "PROFILE_FALLBACK", "APPLE_CLIENT_SECRET_LIFETIME", "DATA_DIR", "SITE_NAME",
+        "PROFILE_FALLBACK", "APPLE_CLIENT_SECRET_LIFETIME", "DATA_DIR", "SITE_NAME", "MAX_PENDING_AUTHORIZATIONS",
     ]
 
     /// Reads and validates the configuration from `values` (environment merged with flags).
@@ -170,13 +173,19 @@ public struct SIWAConfiguration: Sendable {
             throw ConfigurationError("APPLE_CLIENT_SECRET_LIFETIME", "must be between 3601 and 15777000 seconds (Apple's maximum)")
         }
 
+        let maximumPending = try reader.integer("MAX_PENDING_AUTHORIZATIONS", default: 20_000)
+        guard maximumPending > 0 else {
+            throw ConfigurationError("MAX_PENDING_AUTHORIZATIONS", "must be a positive number of sign-ins in progress")
+        }
+
         return SIWAConfiguration(
             isDemo: isDemo, teamID: teamID, clientID: clientID, keyID: keyID, privateKey: privateKey,
             redirectURI: redirectURI, appleBaseURL: appleBaseURL, nativeClientIDs: nativeClientIDs,
             publicURL: publicURL, databaseURL: databaseURL, host: host, port: port, tokenEncryptionKey: tokenKey,
             appleTimeout: timeout, emulatorPort: emulatorPort, rateLimitPerMinute: rateLimit,
             profileFallback: fallback, clientSecretLifetime: lifetime, dataDirectory: dataDirectory,
-            siteName: reader.string("SITE_NAME") ?? (isDemo ? "siwa demo" : URLComponents(string: publicURL)?.host ?? "siwa")
+            siteName: reader.string("SITE_NAME") ?? (isDemo ? "siwa demo" : URLComponents(string: publicURL)?.host ?? "siwa"),
+            maximumPendingAuthorizations: maximumPending
         )
     }
 
@@ -226,6 +235,7 @@ public struct SIWAConfiguration: Sendable {
             ("RATE_LIMIT_PER_MINUTE", rateLimitPerMinute == 0 ? "off" : "\(rateLimitPerMinute)"),
             ("PROFILE_FALLBACK", profileFallback.rawValue),
             ("APPLE_CLIENT_SECRET_LIFETIME", "\(clientSecretLifetime) s"),
+            ("MAX_PENDING_AUTHORIZATIONS", "\(maximumPendingAuthorizations)"),
         ]
     }
 }

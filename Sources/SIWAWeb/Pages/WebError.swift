@@ -38,6 +38,11 @@ public struct WebError: Error, Sendable, CustomStringConvertible {
                                message: "The form was not sent from this site's current page, so nothing was changed.",
                                hint: "Go back, reload the page and try again.", retryPath: "/account")
 
+    /// `/auth/apple` when `MAX_PENDING_AUTHORIZATIONS` sign-ins are already in progress.
+    static let tooManySignIns = WebError(.serviceUnavailable, kind: "too_many_sign_ins", title: "Too many sign-ins right now",
+                                         message: "So many sign-ins are in progress that this site cannot start another one at the moment.",
+                                         hint: "Please try again in a few minutes.", retryPath: "/", headers: [.retryAfter: "60"])
+
     static let storeUnavailable = WebError(.serviceUnavailable, kind: "database_unavailable", title: "We are having trouble right now",
                                            message: "The service cannot reach its database at the moment. Nothing was lost.",
                                            hint: "Please try again in a minute.", retryPath: "/")

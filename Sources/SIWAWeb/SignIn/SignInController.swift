@@ -40,6 +40,13 @@ struct SignInController: Sendable {
         let existing = request.cookies[Cookies.bindingName]?.value
         let binding = existing.flatMap { BearerSecret.isWellFormed($0) ? $0 : nil } ?? BearerSecret.generate()
         let now = dependencies.now()
+        // Bounds the table against abandoned sign-ins from many addresses (the rate limit is per IP);
+        // a full table refuses new sign-ins clearly instead of growing until the disk fills.
+        let inProgress = try await dependencies.database.countPendingAuthorizations(now: now)
+        guard inProgress < configuration.maximumPendingAuthorizations else {
+            context.logger.warning("too many sign-ins in progress", metadata: ["pending": .stringConvertible(inProgress)])
+            throw WebError.tooManySignIns
+        }
         let pending = PendingAuthorization(
             state: SecureRandom.token(byteCount: 32), nonce: SecureRandom.token(byteCount: 32),
             bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil
