@@ -131,7 +131,13 @@ struct SQLiteSource: ConnectionPoolSource, Sendable {
 
     func makeConnection(logger: Logger, on eventLoop: any EventLoop) -> EventLoopFuture<SQLiteConnection> {
         inner.makeConnection(logger: logger, on: eventLoop).flatMap { connection in
-            connection.query("PRAGMA busy_timeout = 10000").map { _ in connection }
+            // synchronous = NORMAL: in WAL mode a commit then no longer waits for an fsync of the log (only
+            // checkpoints do). Every commit stays atomic and survives a crash of this process; a power loss
+            // may undo the last commits, never corrupt the file. With FULL, each of the ~4 commits of a
+            // sign-in waited for the disk, one writer at a time (≈3 ms per fsync measured here: ~100 sign-ins/s).
+            connection.query("PRAGMA busy_timeout = 10000").flatMap { _ in
+                connection.query("PRAGMA synchronous = NORMAL")
+            }.map { _ in connection }
         }
     }
 }
