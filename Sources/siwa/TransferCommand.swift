@@ -132,8 +132,11 @@ struct TransferCommand: AsyncParsableCommand {
             let rows: [TransferMappingRow]
             do {
                 rows = try TransferMappingFile.parse(String(contentsOfFile: input, encoding: .utf8))
-            } catch {
+            } catch let error as TransferMappingFile.FormatError {
                 printError("cannot read \(input): \(error)")
+                throw ExitCode(1)
+            } catch {
+                printError("cannot read \(input): \(error.localizedDescription)")
                 throw ExitCode(1)
             }
             let (configuration, database, http, session) = try await common.open()
