@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import JOSE
+import Logging
 import NIOCore
 
 /// The claims of an Apple identity token, as Apple sends them for the web flow.
@@ -98,7 +99,13 @@ final class LoopbackApple: Sendable {
         let app = Application(
             router: router,
             configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
+            // Stopping is a cancellation, which the server would otherwise log as an error.
+            logger: {
+                var logger = Logger(label: "bench.apple")
+                logger.logLevel = .critical
+                return logger
+            }()
         )
         let task = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ports.makeAsyncIterator()

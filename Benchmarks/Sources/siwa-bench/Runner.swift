@@ -8,6 +8,8 @@ enum Role: Sendable {
     case ours
     /// vapor/jwt-kit, the library a Swift server would otherwise use.
     case jwtKit
+    /// One step of our code, measured alone to show where the time goes (no ratio printed).
+    case part
 }
 
 /// One measured operation. `run(n)` performs `n` operations and returns the time they took, so a

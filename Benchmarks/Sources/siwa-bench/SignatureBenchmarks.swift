@@ -84,6 +84,34 @@ enum IdentityTokenBenchmarks {
         return (group, token)
     }
 
+    /// Where our verification's time goes: each step of the JOSE path alone, on the same token.
+    static func parts(apple: LoopbackApple) throws -> BenchmarkGroup {
+        let code = "c" + SecureRandom.token(byteCount: 24)
+        let token = try apple.mint(.typical(aud: clientID, sub: sub, nonce: "n-" + SecureRandom.token(byteCount: 16), code: code))
+        let jws = try CompactJWS(compact: token)
+        let publicKey = try RSAPublicKey(jwk: apple.key.publicKey.jwk(kid: LoopbackApple.kid))
+        try require(jws.isValidRS256(for: publicKey), "the token does not verify")
+        let payload = Data(jws.payload)
+        return BenchmarkGroup(
+            title: "RS256 verification, step by step (siwa JOSE)",
+            detail: "each step alone on the same \(token.utf8.count)-byte token",
+            cases: [
+                BenchmarkCase(name: "CompactJWS(compact:) parse", role: .part, batch: 64) { n in
+                    try await timed { for _ in 0..<n { _ = try CompactJWS(compact: token) } }
+                },
+                BenchmarkCase(name: "CompactJWS.isValidRS256(for:)", role: .part, batch: 16) { n in
+                    try await timed { for _ in 0..<n { guard jws.isValidRS256(for: publicKey) else { throw BenchError("invalid") } } }
+                },
+                BenchmarkCase(name: "JSONDecoder IdentityTokenClaims", role: .part, batch: 64) { n in
+                    try await timed { for _ in 0..<n { _ = try JSONDecoder().decode(IdentityTokenClaims.self, from: payload) } }
+                },
+                BenchmarkCase(name: "IdentityTokenVerifier.cHash(forCode:)", role: .part, batch: 64) { n in
+                    await timed { for _ in 0..<n { _ = IdentityTokenVerifier.cHash(forCode: code) } }
+                },
+            ]
+        )
+    }
+
     /// The token with one payload character changed: still well-formed, signature no longer valid.
     static func tamper(_ token: String) -> String {
         var parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)

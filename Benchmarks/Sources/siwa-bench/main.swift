@@ -5,11 +5,11 @@ import Logging
 
 // siwa-bench: every number of the performance section in one run, so the ratios compare figures taken
 // under the same load on a shared machine. Usage:
-//   siwa-bench [--rounds N] [--seconds S] [--only rs256,es256,callback] [--quick]
+//   siwa-bench [--rounds N] [--seconds S] [--only rs256,rs256-steps,es256,callback] [--quick]
 
 struct Arguments {
     var options = RunnerOptions()
-    var groups: Set<String> = ["rs256", "es256", "callback"]
+    var groups: Set<String> = ["rs256", "rs256-steps", "es256", "callback"]
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -28,10 +28,10 @@ struct Arguments {
                 }
                 options.roundTime = .milliseconds(Int64(value * 1000))
             case "--only":
-                guard let value = rest.popFirst() else { throw BenchError("--only wants rs256, es256 and/or callback") }
+                guard let value = rest.popFirst() else { throw BenchError("--only wants rs256, rs256-steps, es256 and/or callback") }
                 groups = Set(value.split(separator: ",").map(String.init))
             case "--help", "-h":
-                print("siwa-bench [--rounds N] [--seconds S] [--only rs256,es256,callback] [--quick]")
+                print("siwa-bench [--rounds N] [--seconds S] [--only rs256,rs256-steps,es256,callback] [--quick]")
                 exit(0)
             default:
                 throw BenchError("unknown argument \(argument)")
@@ -84,6 +84,10 @@ do {
                     + "\(Runner.format(ofJWTKit, 2)) × jwt-kit (target ≥ 1.00: \(ofJWTKit >= 1 ? "met" : "MISSED"))")
             }
         }
+    }
+    if arguments.groups.contains("rs256-steps") {
+        let group = try IdentityTokenBenchmarks.parts(apple: apple)
+        print(Runner.report(group, try await Runner.run(group, options: arguments.options), options: arguments.options))
     }
     if arguments.groups.contains("es256") {
         let group = try await ClientSecretBenchmarks.make()
