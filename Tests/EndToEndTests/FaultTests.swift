@@ -12,7 +12,9 @@ import Testing
 /// Faults injected at the emulator (Apple's stand-in) that the callback and account suites do not
 /// already cover: Apple's keys endpoint, the authorize sheet, a hanging revoke, a slow token endpoint,
 /// and the bound on sign-ins in progress. Everything runs for real over loopback.
-@Suite("Faults at Apple and abuse limits, end to end")
+/// Serialized: each case starts an app and an emulator (RSA key generation on the cooperative pool), and
+/// a dozen of those at once on a 2-core machine starve the other suites' servers past their timeouts.
+@Suite("Faults at Apple and abuse limits, end to end", .serialized)
 struct FaultTests {
     /// A person the emulator has never seen, so the next authorization carries `user` (Apple sends the
     /// name once; a failed attempt must not use up a seeded person's first authorization).
@@ -24,7 +26,8 @@ struct FaultTests {
           arguments: [TestDatabase.sqlite])
     func keysDownColdCache(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "3"]) { e2e in
+        try await EndToEnd.run(databaseLocation: location) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             // setup: no sign-in has happened yet, so the app has never fetched Apple's keys
             await e2e.emulator.injectFault(EmulatorFault(kind: .status, status: 503), for: .keys)
@@ -53,7 +56,9 @@ struct FaultTests {
           arguments: [TestDatabase.sqlite, TestDatabase.postgres])
     func keysDownWarmCache(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "3"]) { e2e in
+        // The default APPLE_TIMEOUT (10 s): a refetch during the hang would outlast the client's wait and fail.
+        try await EndToEnd.run(databaseLocation: location) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             // setup: one sign-in warms the cache
             let warm = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p1")
@@ -80,6 +85,7 @@ struct FaultTests {
     func authorizeFaults(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             let authorization = try await e2e.start(browser)
             for (fault, status) in [(EmulatorFault(kind: .status, status: 503, count: 1), 503),
@@ -105,6 +111,7 @@ struct FaultTests {
     func revokeHang(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "2"]) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             _ = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p3")
             await e2e.emulator.injectFault(EmulatorFault(kind: .hang), for: .revoke)
@@ -129,6 +136,7 @@ struct FaultTests {
     func slowTokenEndpoint(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "5"]) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             await e2e.emulator.injectFault(EmulatorFault(kind: .latency, latencyMilliseconds: 700), for: .token)
             let response = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p1")
@@ -142,6 +150,7 @@ struct FaultTests {
     func pendingAuthorizationCap(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location, settings: ["MAX_PENDING_AUTHORIZATIONS": "3"]) { e2e in
+            try await e2e.settled()
             // setup: three abandoned sign-ins from three browsers
             var started: [(WebClient, Authorization)] = []
             for _ in 0..<3 {
@@ -172,13 +181,15 @@ struct FaultTests {
 }
 
 /// Tests that close the gaps in the README's threat model (each threat there names its tests).
-@Suite("Threat model, end to end")
+/// Serialized for the same reason as ``FaultTests``.
+@Suite("Threat model, end to end", .serialized)
 struct ThreatModelTests {
     @Test("open redirect: no parameter of /auth/apple, the callback or the notice can send the browser elsewhere",
           arguments: [TestDatabase.sqlite])
     func noOpenRedirect(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             let evil = "https://evil.example/steal"
             // MUT: the attacker adds redirect-looking parameters to the start
@@ -216,6 +227,7 @@ struct ThreatModelTests {
     func sessionFixation(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location) { e2e in
+            try await e2e.settled()
             let victim = WebClient(http: e2e.http)
             // setup: the attacker plants a well-formed session value it knows
             let planted = String(repeating: "A", count: 43)
@@ -240,6 +252,7 @@ struct ThreatModelTests {
     func unsignedEmailIgnored(database: TestDatabase) async throws {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location) { e2e in
+            try await e2e.settled()
             // setup: the victim has an account with their real address
             let victim = WebClient(http: e2e.http)
             #expect(try await e2e.approveAndPost(victim, try await e2e.start(victim), person: "p1").header("Location") == "/account")
@@ -274,6 +287,7 @@ struct ThreatModelTests {
         var logger = Logger(label: "siwa") { _ in CapturingLogHandler(lines: lines) }
         logger.logLevel = .trace
         try await LoggedEndToEnd.run(databaseLocation: location, logger: logger) { e2e in
+            try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             // setup + MUT: a sign-in with a failing first exchange, a good one, a replay, sign-out, deletion (revoke)
             await e2e.emulator.injectFault(EmulatorFault(kind: .invalidGrant, count: 1), for: .token)
@@ -309,6 +323,18 @@ struct ThreatModelTests {
             #expect(text.range(of: #"eyJ[A-Za-z0-9_-]*\.eyJ"#, options: .regularExpression) == nil, "a JWT appears in the logs")
             // the emulator's refresh and access tokens look like Apple's: r|a + 32 hex + .0. + 8 hex
             #expect(text.range(of: #"[ra][0-9a-f]{32}\.0\.[0-9a-f]{8}"#, options: .regularExpression) == nil, "an Apple token appears in the logs")
+        }
+    }
+}
+
+extension EndToEnd {
+    /// Waits until the app answers `/healthz`. Many suites start servers at once; until the start-up
+    /// work (key generation, migrations) is done, a first request can outlast the client's timeout.
+    func settled() async throws {
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            if let response = try? await http.execute(HTTPClientRequest(url: appURL + "/healthz")), response.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(200))
         }
     }
 }
