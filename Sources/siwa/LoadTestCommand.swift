@@ -141,7 +141,8 @@ struct LoadRun: Sendable {
             loopbackRoundTripMilliseconds: roundTrip,
             errors: errorsByKind.values.reduce(0, +), errorsByKind: errorsByKind, warmupErrors: warmupErrors,
             processCPUCores: readings.cpu / options.duration, cores: ProcessInfo.processInfo.activeProcessorCount,
-            peakRSSMegabytes: memory.peak, rssAtEndMegabytes: memory.current)
+            peakRSSMegabytes: memory.peak, rssAtEndMegabytes: memory.current,
+            loadAverage: ProcessStats.loadAverage())
     }
 
     /// p50 of 200 sequential GETs of a small static file: one HTTP round trip over loopback, no database.

@@ -57,6 +57,8 @@ struct LoadReport: Codable, Sendable {
     /// Peak resident memory of the process (VmHWM), in MB: app, emulator and load generator together.
     var peakRSSMegabytes: Double
     var rssAtEndMegabytes: Double
+    /// The machine's 1-minute load average at the end (/proc/loadavg): other processes compete for the cores.
+    var loadAverage: Double
 
     func printText() {
         let errorKinds = errorsByKind.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: "; ")
@@ -75,7 +77,8 @@ struct LoadReport: Codable, Sendable {
           token exchange ms     \(tokenMean) mean as the app timed it; the callback adds \(beyond) ms around it \
         (one loopback round trip: \(fmt(loopbackRoundTripMilliseconds)) ms)
           errors                \(errorLine)
-          CPU                   \(fmt(processCPUCores)) of \(cores) cores busy (this process: app, emulator and load generator)
+          CPU                   \(fmt(processCPUCores)) of \(cores) cores busy (this process: app, emulator and load generator); \
+        machine load average \(fmt(loadAverage))
           peak RSS              \(fmt(peakRSSMegabytes)) MB (VmHWM of this process: the server runs in-process, so this \
         includes the emulator and the load generator); \(fmt(rssAtEndMegabytes)) MB at the end
         """)
@@ -98,6 +101,12 @@ enum ProcessStats {
             return Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
         }
         return (kilobytes("VmHWM") / 1024, kilobytes("VmRSS") / 1024)
+    }
+
+    /// The 1-minute load average of the machine.
+    static func loadAverage() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return 0 }
+        return Double(text.split(separator: " ").first ?? "") ?? 0
     }
 
     /// User + system CPU seconds used so far, from /proc/self/stat (fields 14 and 15, in clock ticks).
