@@ -126,6 +126,14 @@ struct CompactJWSTests {
         #expect(throws: JOSEError.self) { try CompactJWS(compact: token(#"{"alg":"ES256","crit":["exp"],"exp":1}"#)) }
         let parsed = try CompactJWS(compact: token(#"{"alg":"ES256","kid":"K","x5u":"ignored"}"#))
         #expect(parsed.header == JWSHeader(alg: "ES256", kid: "K"))
+        // The one-pass reading of good headers must refuse crit of any shape, with the same error.
+        for crit in [#"["exp"]"#, "null", "[]", #""exp""#] {
+            #expect(throws: JOSEError.malformedToken("header has unsupported crit extensions")) {
+                try CompactJWS(compact: token(#"{"alg":"ES256","crit":\#(crit)}"#))
+            }
+        }
+        let nulls = try CompactJWS(compact: token(#"{"alg":"ES256","kid":null,"typ":"JWT"}"#))
+        #expect(nulls.header == JWSHeader(alg: "ES256", kid: nil, typ: "JWT"))
     }
 
     @Test("tokens over the limit are rejected before decoding")
