@@ -46,3 +46,16 @@ struct AppleUserPayloadTests {
         #expect(AppleUserPayload.parse(String(repeating: " ", count: AppleUserPayload.maximumInputLength) + #"{"email":"a@b.c"}"#) == nil)
     }
 }
+
+@Suite("AppleUserPayload joiners")
+struct AppleUserPayloadJoinerTests {
+    @Test("zero-width joiners survive (Persian names, joined emoji); bidi overrides do not")
+    func joiners() throws {
+        let persian = "\u{0645}\u{06CC}\u{200C}\u{0631}\u{0636}\u{0627}"          // می‌رضا with a ZWNJ
+        let family = "\u{1F469}\u{200D}\u{1F4BB} Smith"                             // 👩‍💻 Smith
+        let json = #"{"name":{"firstName":"\#(persian)","lastName":"\#(family)\u202E"}}"#
+        let payload = try #require(AppleUserPayload.parse(json))
+        #expect(payload.givenName == persian)
+        #expect(payload.familyName == family)
+    }
+}

@@ -55,8 +55,11 @@ public struct AppleUserPayload: Sendable, Equatable, Codable {
 
     private static func clean(_ value: Any?, limit: Int) -> String? {
         guard let text = value as? String else { return nil }
-        // Control characters have no place in a name and would garble logs and pages.
-        let scalars = text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }
+        // Control characters have no place in a name and would garble logs and pages. The zero-width
+        // (non-)joiners are kept: Persian names and joined emoji need them, and they reorder nothing.
+        let scalars = text.unicodeScalars.filter {
+            $0.value == 0x200C || $0.value == 0x200D || !CharacterSet.controlCharacters.contains($0)
+        }
         let trimmed = String(String.UnicodeScalarView(scalars)).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         return trimmed.count > limit
