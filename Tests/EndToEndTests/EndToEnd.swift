@@ -28,6 +28,7 @@ struct EndToEnd: Sendable {
     static func run(
         dataDirectory: String = EndToEnd.dataDirectory(), databaseLocation: (url: DatabaseURL, schema: String?),
         emulator existing: AppleIDEmulatorState? = nil, settings: [String: String] = [:],
+        logger appLogger: Logger = TestDatabase.quietLogger,
         _ body: @escaping @Sendable (EndToEnd) async throws -> Void
     ) async throws {
         let (appPort, emulatorPort) = try await freePorts()
@@ -35,8 +36,9 @@ struct EndToEnd: Sendable {
                       "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10", "DATABASE_URL": "sqlite::memory:"]
         values.merge(settings) { $1 }
         let configuration = try SIWAConfiguration.load(from: values)
+        // The app logs to `appLogger` (a test may capture it); everything else logs quietly.
         let logger = TestDatabase.quietLogger
-        let database = try await SIWADatabase.open(databaseLocation.url, logger: logger, postgresSchema: databaseLocation.schema)
+        let database = try await SIWADatabase.open(databaseLocation.url, logger: appLogger, postgresSchema: databaseLocation.schema)
         try await database.migrate()
         let http = CurlHTTPClient()
         let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa e2e")
@@ -54,7 +56,7 @@ struct EndToEnd: Sendable {
         let emulatorApp = try await buildEmulatorApplication(
             configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort, logger: logger,
             onServerRunning: { _ in startedContinuation.yield() })
-        let app = buildApplication(dependencies, logger: logger) { _ in startedContinuation.yield() }
+        let app = buildApplication(dependencies, logger: appLogger) { _ in startedContinuation.yield() }
         let group = ServiceGroup(services: [emulatorApp, app], gracefulShutdownSignals: [], logger: logger)
         let running = Task { try await group.run() }
         var iterator = started.makeAsyncIterator()

@@ -286,7 +286,7 @@ struct ThreatModelTests {
         let lines = LogLines()
         var logger = Logger(label: "siwa") { _ in CapturingLogHandler(lines: lines) }
         logger.logLevel = .trace
-        try await LoggedEndToEnd.run(databaseLocation: location, logger: logger) { e2e in
+        try await EndToEnd.run(databaseLocation: location, logger: logger) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             // setup + MUT: a sign-in with a failing first exchange, a good one, a replay, sign-out, deletion (revoke)
@@ -370,45 +370,3 @@ struct CapturingLogHandler: LogHandler {
     }
 }
 
-/// ``EndToEnd/run`` with the app's logger chosen by the test (the shared runner logs quietly).
-enum LoggedEndToEnd {
-    static func run(databaseLocation: (url: DatabaseURL, schema: String?), logger: Logger,
-                    _ body: @escaping @Sendable (EndToEnd) async throws -> Void) async throws {
-        let (appPort, emulatorPort) = try await EndToEnd.freePorts()
-        let configuration = try SIWAConfiguration.load(from: [
-            "DATA_DIR": EndToEnd.dataDirectory(), "PORT": String(appPort), "EMULATOR_PORT": String(emulatorPort),
-            "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10",
-        ])
-        let database = try await SIWADatabase.open(databaseLocation.url, logger: logger, postgresSchema: databaseLocation.schema)
-        try await database.migrate()
-        let http = CurlHTTPClient()
-        let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa faults")
-        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
-        let emulatorConfiguration = EmulatorConfiguration.forSite(
-            teamID: configuration.teamID, keyID: configuration.keyID, publicKey: configuration.privateKey.publicKey,
-            webClientID: configuration.clientID, redirectURI: configuration.redirectURI,
-            nativeClientIDs: configuration.nativeClientIDs,
-            notificationURL: "http://127.0.0.1:\(appPort)/auth/apple/notifications",
-            templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
-        let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
-        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let emulatorApp = try await buildEmulatorApplication(
-            configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort,
-            logger: TestDatabase.quietLogger, onServerRunning: { _ in startedContinuation.yield() })
-        let app = buildApplication(dependencies, logger: logger) { _ in startedContinuation.yield() }
-        let group = ServiceGroup(services: [emulatorApp, app], gracefulShutdownSignals: [], logger: TestDatabase.quietLogger)
-        let running = Task { try await group.run() }
-        var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-        _ = await iterator.next()
-        let clientHTTP = CurlHTTPClient()
-        let endToEnd = EndToEnd(appURL: configuration.publicURL, emulatorURL: configuration.appleBaseURL, emulator: emulator,
-                                database: database, configuration: configuration, http: clientHTTP)
-        var failure: (any Error)?
-        do { try await body(endToEnd) } catch { failure = error }
-        await group.triggerGracefulShutdown()
-        _ = try? await running.value
-        await clientHTTP.shutdown()
-        if let failure { throw failure }
-    }
-}
