@@ -63,12 +63,7 @@ func makeLogger(level: String?) -> Logger {
 /// 127.0.0.1 — another *site* than `localhost`, so the callback is a real cross-site POST.
 enum DemoEmulator {
     static func application(for configuration: SIWAConfiguration, logger: Logger) async throws -> any Service {
-        let emulatorConfiguration = EmulatorConfiguration.forSite(
-            teamID: configuration.teamID, keyID: configuration.keyID, publicKey: configuration.privateKey.publicKey,
-            webClientID: configuration.clientID, redirectURI: configuration.redirectURI,
-            nativeClientIDs: configuration.nativeClientIDs,
-            notificationURL: "http://127.0.0.1:\(configuration.port)/auth/apple/notifications",
-            templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
+        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let state = try AppleIDEmulatorState(configuration: emulatorConfiguration)
         var emulatorLogger = logger
         emulatorLogger[metadataKey: "component"] = "emulator"

@@ -10,6 +10,8 @@ import SIWAStore
 import SIWATestSupport
 import SIWAWeb
 
+@testable import siwa
+
 /// The app and the Apple ID emulator running for real on loopback, as demo mode runs them: the app
 /// on `localhost`, the emulator on `127.0.0.1` — two sites, so the callback is a cross-site POST.
 struct EndToEnd: Sendable {
@@ -44,12 +46,7 @@ struct EndToEnd: Sendable {
         let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa e2e")
         let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
 
-        let emulatorConfiguration = EmulatorConfiguration.forSite(
-            teamID: configuration.teamID, keyID: configuration.keyID, publicKey: configuration.privateKey.publicKey,
-            webClientID: configuration.clientID, redirectURI: configuration.redirectURI,
-            nativeClientIDs: configuration.nativeClientIDs,
-            notificationURL: "http://127.0.0.1:\(appPort)/auth/apple/notifications",
-            templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
+        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let emulator = try existing ?? AppleIDEmulatorState(configuration: emulatorConfiguration)
 
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)

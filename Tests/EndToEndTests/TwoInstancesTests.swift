@@ -7,6 +7,8 @@ import ServiceLifecycle
 import SIWAStore
 import SIWATestSupport
 @testable import SIWAWeb
+
+@testable import siwa
 import Testing
 
 /// Two app instances on one PostgreSQL database and schema, as behind a load balancer: both have the
@@ -117,11 +119,7 @@ struct TwoInstancesTests {
         guard let location = try Self.postgres() else { return }
         let emulatorBox = EmulatorBox()
         try await TwoInstances.run(location: location, apple: { configuration, port, onRunning in
-            let emulatorConfiguration = EmulatorConfiguration.forSite(
-                teamID: configuration.teamID, keyID: configuration.keyID, publicKey: configuration.privateKey.publicKey,
-                webClientID: configuration.clientID, redirectURI: configuration.redirectURI,
-                nativeClientIDs: configuration.nativeClientIDs, notificationURL: nil,
-                templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
+            let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
             let state = try AppleIDEmulatorState(configuration: emulatorConfiguration)
             emulatorBox.set(state)
             return try await buildEmulatorApplication(configuration: emulatorConfiguration, state: state, host: "127.0.0.1",

@@ -31,12 +31,7 @@ struct LoadEnvironment: Sendable {
         // The same dependencies `siwa serve` builds: pools, HTTP client and templates as in production.
         let dependencies = try await makeDependencies(configuration: configuration, logger: logger)
 
-        let emulatorConfiguration = EmulatorConfiguration.forSite(
-            teamID: configuration.teamID, keyID: configuration.keyID, publicKey: configuration.privateKey.publicKey,
-            webClientID: configuration.clientID, redirectURI: configuration.redirectURI,
-            nativeClientIDs: configuration.nativeClientIDs,
-            notificationURL: "http://127.0.0.1:\(appPort)/auth/apple/notifications",
-            templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
+        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
 
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
