@@ -63,4 +63,148 @@ static inline CURLcode siwa_curl_easy_getinfo_string(CURL *handle, CURLINFO info
     return code;
 }
 
+/*
+ * The event loop of CurlHTTP (Linux): libcurl's socket interface driven by epoll.
+ *
+ * curl_multi_poll / curl_multi_perform look at every transfer on every wake-up, so with a thousand
+ * transfers in flight each finished response cost a thousand polls. With the socket interface
+ * libcurl tells us which sockets it waits on (siwa_curl_on_socket) and when its next timer is due
+ * (siwa_curl_on_timer); epoll reports only the sockets that are ready, and
+ * curl_multi_socket_action handles only those. All of it runs on the CurlHTTP thread; other
+ * threads only write to wake_fd (an eventfd) to say "look at your queue".
+ */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+
+typedef struct siwa_curl_events {
+    int epoll_fd;
+    int wake_fd;
+    /* CLOCK_MONOTONIC milliseconds at which libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT);
+       -1 when it has no timer. */
+    long long timer_deadline_ms;
+} siwa_curl_events;
+
+static inline long long siwa_monotonic_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* CURLMOPT_SOCKETFUNCTION: keep epoll's interest in socket `s` equal to what libcurl asks for. */
+static inline int siwa_curl_on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp) {
+    (void)easy; (void)socketp;
+    siwa_curl_events *events = (siwa_curl_events *)userp;
+    if (what == CURL_POLL_REMOVE) {
+        /* Fails harmlessly when libcurl already closed the socket (the kernel dropped it then). */
+        epoll_ctl(events->epoll_fd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    struct epoll_event interest = {0};
+    interest.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+    interest.data.fd = s;
+    if (epoll_ctl(events->epoll_fd, EPOLL_CTL_MOD, s, &interest) != 0 && errno == ENOENT) {
+        if (epoll_ctl(events->epoll_fd, EPOLL_CTL_ADD, s, &interest) != 0) return -1;
+    }
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: remember when libcurl wants to be called for its timeouts. */
+static inline int siwa_curl_on_timer(CURLM *multi, long timeout_ms, void *userp) {
+    (void)multi;
+    siwa_curl_events *events = (siwa_curl_events *)userp;
+    events->timer_deadline_ms = timeout_ms < 0 ? -1 : siwa_monotonic_ms() + timeout_ms;
+    return 0;
+}
+
+/* Creates the epoll and wake-up descriptors and hands both callbacks to `multi`. 0 on success,
+   otherwise an errno value (and nothing is left open). */
+static inline int siwa_curl_events_open(CURLM *multi, siwa_curl_events *events) {
+    events->timer_deadline_ms = -1;
+    events->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (events->epoll_fd < 0) return errno;
+    events->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (events->wake_fd < 0) {
+        int error = errno;
+        close(events->epoll_fd);
+        return error;
+    }
+    struct epoll_event interest = {0};
+    interest.events = EPOLLIN;
+    interest.data.fd = events->wake_fd;
+    if (epoll_ctl(events->epoll_fd, EPOLL_CTL_ADD, events->wake_fd, &interest) != 0) {
+        int error = errno;
+        close(events->wake_fd);
+        close(events->epoll_fd);
+        return error;
+    }
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, siwa_curl_on_socket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, (void *)events);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, siwa_curl_on_timer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, (void *)events);
+    return 0;
+}
+
+static inline void siwa_curl_events_close(siwa_curl_events *events) {
+    close(events->wake_fd);
+    close(events->epoll_fd);
+}
+
+/* Any thread: makes a waiting siwa_curl_events_wait return. */
+static inline void siwa_curl_events_wake(const siwa_curl_events *events) {
+    uint64_t one = 1;
+    ssize_t written = write(events->wake_fd, &one, sizeof one);
+    (void)written; /* EAGAIN means the counter is already non-zero: a wake-up is pending anyway. */
+}
+
+/* Waits at most `timeout_ms` (or until libcurl's timer, whichever is first; -1: no limit of our own)
+   for ready sockets and writes up to `capacity` of them to `sockets` / `flags` (CURL_CSELECT_*).
+   A wake-up is consumed, not reported. Returns the number written, or -1 with errno. */
+static inline int siwa_curl_events_wait(siwa_curl_events *events, int *sockets, int *flags, int capacity, int timeout_ms) {
+    enum { batch = 256 };
+    struct epoll_event ready[batch];
+    if (capacity > batch) capacity = batch;
+    if (events->timer_deadline_ms >= 0) {
+        long long until_timer = events->timer_deadline_ms - siwa_monotonic_ms();
+        if (until_timer < 0) until_timer = 0;
+        if (timeout_ms < 0 || until_timer < timeout_ms) timeout_ms = (int)until_timer;
+    }
+    int count = epoll_wait(events->epoll_fd, ready, capacity, timeout_ms);
+    if (count < 0) return errno == EINTR ? 0 : -1;
+    int written = 0;
+    for (int i = 0; i < count; i++) {
+        if (ready[i].data.fd == events->wake_fd) {
+            uint64_t value;
+            ssize_t got = read(events->wake_fd, &value, sizeof value);
+            (void)got;
+            continue;
+        }
+        uint32_t e = ready[i].events;
+        sockets[written] = ready[i].data.fd;
+        flags[written] = ((e & (EPOLLIN | EPOLLHUP)) ? CURL_CSELECT_IN : 0)
+            | ((e & EPOLLOUT) ? CURL_CSELECT_OUT : 0)
+            | ((e & EPOLLERR) ? CURL_CSELECT_ERR : 0);
+        written++;
+    }
+    return written;
+}
+
+/* True when libcurl's timer is due (and clears it: libcurl sets a new one while it runs). */
+static inline int siwa_curl_events_take_due_timer(siwa_curl_events *events) {
+    if (events->timer_deadline_ms < 0 || events->timer_deadline_ms > siwa_monotonic_ms()) return 0;
+    events->timer_deadline_ms = -1;
+    return 1;
+}
+
+static inline CURLMcode siwa_curl_multi_socket_action(CURLM *multi, int socket, int flags, int *running) {
+    return curl_multi_socket_action(multi, (curl_socket_t)socket, flags, running);
+}
+
+static inline CURLMcode siwa_curl_multi_timeout_action(CURLM *multi, int *running) {
+    return curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, running);
+}
+
 #endif

@@ -88,7 +88,7 @@ extension SIWADatabase {
 
     /// Sets the flag Apple's `email-disabled` / `email-enabled` notifications carry. False when no such account.
     public func setEmailDisabled(sub: String, disabled: Bool, now: Int64) async throws -> Bool {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 UPDATE users SET email_disabled = \(bind: disabled), updated_at = \(bind: now)
                 WHERE apple_sub = \(bind: sub) RETURNING id

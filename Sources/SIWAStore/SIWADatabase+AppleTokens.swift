@@ -12,7 +12,7 @@ extension SIWADatabase {
 
     /// Forgets an account's Apple token.
     public func deleteAppleToken(userID: String) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
         }
     }

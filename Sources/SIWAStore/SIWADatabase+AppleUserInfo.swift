@@ -6,7 +6,7 @@ extension SIWADatabase {
     /// Apple sends `user` only on a person's first authorization, so what is stored here may be the only copy
     /// of their name. The raw JSON and source follow the newest row that carries a name.
     public func saveAppleUserInfo(_ info: AppleUserInfo) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 INSERT INTO apple_user_info (apple_sub, given_name, family_name, email, raw_json, source, received_at)
                 VALUES (\(bind: info.appleSub), \(bind: info.givenName), \(bind: info.familyName), \(bind: info.email),

@@ -40,7 +40,7 @@ extension SIWADatabase {
 
     /// Adds an item to the revocation outbox on its own (e.g. a token replaced at sign-in).
     public func enqueueRevocation(_ item: RevocationItem) async throws {
-        try await withSQL { sql in try await Self.insertRevocation(sql, item) }
+        try await write { sql in try await Self.insertRevocation(sql, item) }
     }
 
     private static func insertRevocation(_ sql: any SQLDatabase, _ item: RevocationItem) async throws {

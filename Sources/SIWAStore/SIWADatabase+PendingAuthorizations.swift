@@ -3,7 +3,7 @@ import SQLKit
 extension SIWADatabase {
     /// Stores a sign-in started at `/auth/apple`. A reused `state` is a ``StoreError/conflict(_:)``.
     public func insertPendingAuthorization(_ p: PendingAuthorization) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 INSERT INTO pending_authorizations (state, nonce, binding_hash, created_at, expires_at, consumed_at)
                 VALUES (\(bind: p.state), \(bind: p.nonce), \(bind: p.bindingHash), \(bind: p.createdAt),
@@ -17,7 +17,7 @@ extension SIWADatabase {
     public func consumePendingAuthorization(state: String, now: Int64) async throws -> PendingAuthorization? {
         // One statement: the row lock (PostgreSQL) or the write lock (SQLite) makes a second caller see
         // consumed_at already set and match nothing.
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 UPDATE pending_authorizations SET consumed_at = \(bind: now)
                 WHERE state = \(bind: state) AND consumed_at IS NULL
@@ -40,7 +40,7 @@ extension SIWADatabase {
     /// Deletes expired or consumed pending authorizations, expired sessions and expired pending profiles;
     /// returns how many rows were deleted.
     public func sweepExpired(now: Int64) async throws -> Int {
-        try await withSQL { sql in
+        try await write { sql in
             let authorizations = try await sql.raw("""
                 DELETE FROM pending_authorizations
                 WHERE expires_at <= \(bind: now) OR consumed_at IS NOT NULL RETURNING state

@@ -3,7 +3,7 @@ import SQLKit
 extension SIWADatabase {
     /// Parks a verified sign-in while the person supplies a name (`PROFILE_FALLBACK=ask`).
     public func savePendingProfile(_ p: PendingProfile) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 INSERT INTO pending_profiles (token_hash, apple_sub, email, email_verified, is_private_email,
                                               client_id, refresh_token, created_at, expires_at)
@@ -20,7 +20,7 @@ extension SIWADatabase {
 
     /// Deletes the pending profile and returns it when unexpired (single use: a second call gets nil).
     public func takePendingProfile(tokenHash: String, now: Int64) async throws -> PendingProfile? {
-        let taken = try await withSQL { sql in
+        let taken = try await write { sql in
             try await sql.raw("""
                 DELETE FROM pending_profiles WHERE token_hash = \(bind: tokenHash)
                 RETURNING \(unsafeRaw: Columns.list(Columns.pendingProfile))

@@ -29,7 +29,7 @@ extension SIWADatabase {
     /// Apple accepted the revocation. The token ciphertext is wiped: the row stays as a record that the
     /// revocation happened, but nothing of the deleted person's credentials is kept.
     public func completeRevocation(id: String, now: Int64) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL, token = ''
                 WHERE id = \(bind: id)
@@ -39,7 +39,7 @@ extension SIWADatabase {
 
     /// The attempt failed: `attempts += 1`, the lease is cleared and the item is due again at `nextAttemptAt`.
     public func failRevocation(id: String, error: String, nextAttemptAt: Int64) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("""
                 UPDATE revocation_outbox SET attempts = attempts + 1, last_error = \(bind: error),
                     next_attempt_at = \(bind: nextAttemptAt), locked_until = NULL

@@ -3,7 +3,7 @@ import SQLKit
 extension SIWADatabase {
     /// Stores a session (its token hash only).
     public func createSession(_ s: SessionRecord) async throws {
-        try await withSQL { sql in try await Self.insertSession(sql, s) }
+        try await write { sql in try await Self.insertSession(sql, s) }
     }
 
     /// Valid (unexpired) session joined with its account; nil otherwise. Updates `last_seen_at` at most once a
@@ -17,29 +17,30 @@ extension SIWADatabase {
                 WHERE s.token_hash = \(bind: tokenHash) AND s.expires_at > \(bind: now)
                 """).first()
             else { return nil }
-            var session = try row.sessionRecord(prefix: "s_")
-            let user = try row.userAccount(prefix: "u_")
-            if now - session.lastSeenAt >= 60 {
+            return SessionAndUser(session: try row.sessionRecord(prefix: "s_"), user: try row.userAccount(prefix: "u_"))
+        }
+        guard var found else { return nil }
+        if now - found.session.lastSeenAt >= 60 {
+            try await write { sql in
                 try await sql.raw(
                     "UPDATE sessions SET last_seen_at = \(bind: now) WHERE token_hash = \(bind: tokenHash)"
                 ).run()
-                session.lastSeenAt = now
             }
-            return SessionAndUser(session: session, user: user)
+            found.session.lastSeenAt = now
         }
-        return found.map { ($0.session, $0.user) }
+        return (found.session, found.user)
     }
 
     /// Ends one session (sign-out). No error when it does not exist.
     public func deleteSession(tokenHash: String) async throws {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("DELETE FROM sessions WHERE token_hash = \(bind: tokenHash)").run()
         }
     }
 
     /// Ends every session of an account; returns how many there were.
     public func deleteSessions(userID: String) async throws -> Int {
-        try await withSQL { sql in
+        try await write { sql in
             try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING token_hash").all().count
         }
     }
@@ -54,6 +55,6 @@ extension SIWADatabase {
 }
 
 struct SessionAndUser: Sendable {
-    let session: SessionRecord
+    var session: SessionRecord
     let user: UserAccount
 }

@@ -14,11 +14,14 @@ public final class SIWADatabase: Sendable {
     let dialect: Dialect
     let logger: Logger
     private let closed = Mutex(false)
+    /// SQLite only: one writer at a time from this process (see ``WriteGate``).
+    private let writeGate: WriteGate?
 
     private init(backend: Backend, logger: Logger) {
         self.backend = backend
         self.dialect = backend.dialect
         self.logger = logger
+        self.writeGate = backend.dialect == .sqlite ? WriteGate() : nil
     }
 
     /// True when the database is PostgreSQL (false for SQLite).
@@ -139,7 +142,7 @@ public final class SIWADatabase: Sendable {
 
     // MARK: - Connection access
 
-    /// Runs `body` on one pooled connection.
+    /// Runs `body` on one pooled connection. For reads; writes go through ``write(_:)`` or ``transaction(_:)``.
     func withSQL<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
         do {
@@ -149,10 +152,23 @@ public final class SIWADatabase: Sendable {
         }
     }
 
+    /// Runs `body`, which writes, on one pooled connection without an explicit transaction (each statement
+    /// commits on its own). On SQLite it waits its turn at the ``WriteGate`` first.
+    func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        guard let writeGate else { return try await withSQL(body) }
+        return try await writeGate.run { try await withSQL(body) }
+    }
+
     /// Runs `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
-    /// SQLite transactions start IMMEDIATE so that the write lock is taken (waiting on busy_timeout) before any
-    /// read, instead of failing on a read-to-write upgrade.
+    /// SQLite transactions start IMMEDIATE so that the write lock is taken before any read, instead of failing
+    /// on a read-to-write upgrade; they wait their turn at the ``WriteGate`` first, so that within this
+    /// process the lock is always free when asked for.
     func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        guard let writeGate else { return try await unguardedTransaction(body) }
+        return try await writeGate.run { try await unguardedTransaction(body) }
+    }
+
+    private func unguardedTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         let begin = dialect.beginTransaction
         return try await withSQL { sql in
             try await sql.raw(SQLQueryString(begin)).run()

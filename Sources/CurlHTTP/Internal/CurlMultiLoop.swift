@@ -4,13 +4,18 @@ internal import CCurl
 
 /// The network thread: owns the curl multi handle and runs every transfer on it.
 ///
-/// Other threads talk to it only through `state` (requests to start, cancellations,
-/// shutdown) followed by `curl_multi_wakeup`, which interrupts `curl_multi_poll`.
+/// It drives libcurl's socket interface with epoll (see `siwa_curl_events_*` in the CCurl shim): epoll
+/// reports the sockets that are ready and `curl_multi_socket_action` handles just those, so the cost of
+/// a wake-up does not grow with the number of transfers in flight (with `curl_multi_poll` and
+/// `curl_multi_perform`, every wake-up looked at every transfer).
 ///
-/// `@unchecked Sendable` because of `multi`: it is used only on the loop thread,
-/// except for `curl_multi_wakeup`, which libcurl documents as callable from any
-/// thread, and which we call only under the lock while the phase is not `.stopped`
-/// (the thread sets `.stopped` under the same lock before `curl_multi_cleanup`).
+/// Other threads talk to it only through `state` (requests to start, cancellations,
+/// shutdown) followed by a write to the loop's eventfd, which ends its `epoll_wait`.
+///
+/// `@unchecked Sendable` because of `multi` and `events`: both are used only on the loop
+/// thread, except for the wake-up write to `events.wake_fd`, which we do only under the
+/// lock while the phase is not `.stopped` (the thread sets `.stopped` under the same lock
+/// before it closes the descriptors).
 final class CurlMultiLoop: @unchecked Sendable {
     private struct State {
         var table = RequestTable<Transfer>()
@@ -19,12 +24,20 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let multi: UnsafeMutableRawPointer
+    /// The epoll and eventfd descriptors and libcurl's timer. Allocated here and handed to libcurl as the
+    /// callbacks' user pointer; freed by the loop thread after `curl_multi_cleanup`, when nothing can
+    /// reach it any more (a `CurlMultiLoop` is never deinitialised while its thread runs: `run` holds it).
+    private let events: UnsafeMutablePointer<siwa_curl_events>
     private let state = Mutex(State())
 
     init(configuration: CurlHTTPClient.Configuration) {
         precondition(CurlGlobal.initialized, "curl_global_init failed")
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
+        events = .allocate(capacity: 1)
+        let opened = siwa_curl_events_open(multi, events)
+        // Running out of file descriptors at start-up leaves the process nothing useful to do.
+        guard opened == 0 else { fatalError("CurlHTTP: cannot create its epoll/eventfd descriptors (errno \(opened))") }
         let perHost = max(1, configuration.maximumConnectionsPerHost)
         let total = max(perHost, configuration.maximumTotalConnections)
         _ = siwa_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perHost)
@@ -107,7 +120,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func wakeUp(_ state: borrowing State) {
         guard state.table.phase != .stopped else { return }
-        _ = curl_multi_wakeup(multi)
+        siwa_curl_events_wake(events)
     }
 
     // MARK: Loop thread
@@ -116,6 +129,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         // Strong references to every attached handle: this is what keeps the pointers
         // given to libcurl (CURLOPT_PRIVATE, WRITEDATA, HEADERDATA) valid.
         var attached: [UInt64: EasyHandle] = [:]
+        // What one epoll_wait reported: socket and CURL_CSELECT_* flags (the C side caps it at 256).
+        var readySockets = [Int32](repeating: 0, count: 256)
+        var readyFlags = [Int32](repeating: 0, count: 256)
 
         while true {
             let work = state.withLock { $0.table.drain() }
@@ -154,8 +170,16 @@ final class CurlMultiLoop: @unchecked Sendable {
                 break
             }
 
+            // Sleeps until a socket is ready, libcurl's timer is due, or another thread wakes us. Added
+            // handles arm the timer at 0 ms, so new transfers start on this very turn.
             var running: Int32 = 0
-            _ = curl_multi_perform(multi, &running)
+            let ready = siwa_curl_events_wait(events, &readySockets, &readyFlags, Int32(readySockets.count), 1000)
+            for index in 0..<Int(max(0, ready)) {
+                _ = siwa_curl_multi_socket_action(multi, readySockets[index], readyFlags[index], &running)
+            }
+            if siwa_curl_events_take_due_timer(events) != 0 {
+                _ = siwa_curl_multi_timeout_action(multi, &running)
+            }
 
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi, &queued) {
@@ -172,9 +196,6 @@ final class CurlMultiLoop: @unchecked Sendable {
                 state.withLock { $0.connectionsOpened += opened }
                 finish(handle.transfer.id, handle.transfer, result)
             }
-
-            // Sleeps until a socket is ready, a curl timer is due, or curl_multi_wakeup.
-            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
         }
 
         let (waiters, leftovers) = state.withLock { state in
@@ -183,6 +204,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             return (state.exitWaiters, leftovers)
         }
         curl_multi_cleanup(multi)
+        siwa_curl_events_close(events)
+        events.deallocate()
         for transfer in leftovers { transfer.resume(with: .failure(.shutDown)) }
         for waiter in waiters { waiter.resume() }
     }

@@ -6,8 +6,14 @@ import SIWAStore
 /// `GET /` (the sign-in page) and `GET /auth/apple` (starts a sign-in at Apple).
 struct SignInController: Sendable {
     let dependencies: SIWADependencies
+    let cap: PendingAuthorizationCap
     /// Pending authorizations live ten minutes (SPEC §3).
     static let pendingLifetime: Int64 = 600
+
+    init(dependencies: SIWADependencies) {
+        self.dependencies = dependencies
+        cap = PendingAuthorizationCap(limit: dependencies.configuration.maximumPendingAuthorizations)
+    }
 
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
@@ -42,9 +48,10 @@ struct SignInController: Sendable {
         let now = dependencies.now()
         // Bounds the table against abandoned sign-ins from many addresses (the rate limit is per IP);
         // a full table refuses new sign-ins clearly instead of growing until the disk fills.
-        let inProgress = try await dependencies.database.countPendingAuthorizations(now: now)
-        guard inProgress < configuration.maximumPendingAuthorizations else {
-            context.logger.warning("too many sign-ins in progress", metadata: ["pending": .stringConvertible(inProgress)])
+        let database = dependencies.database
+        let decision = try await cap.admit { try await database.countPendingAuthorizations(now: now) }
+        guard decision.admitted else {
+            context.logger.warning("too many sign-ins in progress", metadata: ["pending": .stringConvertible(decision.pending)])
             throw WebError.tooManySignIns
         }
         let pending = PendingAuthorization(

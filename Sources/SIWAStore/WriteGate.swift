@@ -1,0 +1,64 @@
+import Synchronization
+
+/// Lets one SQLite write at a time into the database from this process, in arrival order.
+///
+/// SQLite has a single writer. Without the gate, pooled connections race for the write lock and the
+/// losers wait in SQLite's busy handler, which *sleeps* (1, 2, 5 … 100 ms) on a blocked thread before
+/// trying again: under load most of a sign-in's time went to those sleeps, with the cores idle
+/// (~110 sign-ins/s). Waiting here instead costs no thread and wakes the next writer the moment the
+/// previous one commits. Other processes (a `siwa transfer` beside `siwa serve`) are still kept
+/// apart by SQLite's lock and `busy_timeout`.
+///
+/// PostgreSQL needs no gate: its writers lock rows, not the database.
+final class WriteGate: Sendable {
+    private struct State {
+        var held = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Index of the next waiter to wake; the array is compacted when it is drained.
+        var head = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Runs `body` while holding the gate; the next waiter enters as soon as it returns or throws.
+    func run<R: Sendable>(_ body: () async throws -> R) async throws -> R {
+        await enter()
+        defer { leave() }
+        return try await body()
+    }
+
+    private func enter() async {
+        // Not cancellable on purpose: the wait is as long as the writes ahead of us (microseconds to a few
+        // milliseconds each), and a cancelled waiter would have to be found and removed from the queue.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let enterNow = state.withLock { state -> Bool in
+                if state.held {
+                    state.waiters.append(continuation)
+                    return false
+                }
+                state.held = true
+                return true
+            }
+            if enterNow { continuation.resume() }
+        }
+    }
+
+    private func leave() {
+        // Ownership passes straight to the next waiter (`held` stays true), so nobody can overtake it.
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.head < state.waiters.count else {
+                state.waiters.removeAll(keepingCapacity: true)
+                state.head = 0
+                state.held = false
+                return nil
+            }
+            let next = state.waiters[state.head]
+            state.head += 1
+            return next
+        }
+        next?.resume()
+    }
+
+    /// Writers waiting right now (for tests and diagnostics).
+    var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
+}
