@@ -21,7 +21,7 @@ final class WriteGate: Sendable {
     private let state = Mutex(State())
 
     /// Runs `body` while holding the gate; the next waiter enters as soon as it returns or throws.
-    func run<R: Sendable>(_ body: () async throws -> R) async throws -> R {
+    func run<R: Sendable>(_ body: @Sendable () async throws -> R) async throws -> R {
         await enter()
         defer { leave() }
         return try await body()

@@ -1,0 +1,91 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import SIWAStore
+
+@Suite("SQLite write gate")
+struct WriteGateTests {
+    struct Boom: Error {}
+
+    /// What the holders saw: how many were inside at once, and the order they entered in.
+    final class Record: Sendable {
+        let inside = Mutex(0)
+        let most = Mutex(0)
+        let order = Mutex<[Int]>([])
+    }
+
+    @Test("one holder at a time, in arrival order, and a throwing holder lets the next one in")
+    func exclusiveAndFair() async throws {
+        let gate = WriteGate()
+        let record = Record()
+
+        // The first holder keeps the gate until all others queued behind it, so the order is observable.
+        let entered = AsyncStream.makeStream(of: Void.self)
+        let released = AsyncStream.makeStream(of: Void.self)
+        let first = Task {
+            try await gate.run {
+                entered.continuation.yield()
+                for await _ in released.stream { break }
+                record.order.withLock { $0.append(0) }
+            }
+        }
+        for await _ in entered.stream { break }
+        var waiters: [Task<Void, any Error>] = []
+        for index in 1...50 {
+            waiters.append(Task { [record] in
+                try await gate.run {
+                    let now = record.inside.withLock { $0 += 1; return $0 }
+                    record.most.withLock { $0 = max($0, now) }
+                    record.order.withLock { $0.append(index) }
+                    await Task.yield()
+                    record.inside.withLock { $0 -= 1 }
+                    if index == 25 { throw Boom() }
+                }
+            })
+            while gate.waiting < index { await Task.yield() }
+        }
+        released.continuation.yield()
+        try await first.value
+        for (offset, waiter) in waiters.enumerated() {
+            if offset + 1 == 25 {
+                await #expect(throws: Boom.self) { try await waiter.value }
+            } else {
+                try await waiter.value
+            }
+        }
+        #expect(record.most.withLock { $0 } == 1)
+        #expect(record.order.withLock { $0 } == Array(0...50))
+        #expect(gate.waiting == 0)
+        // And the gate is free again.
+        #expect(try await gate.run { 42 } == 42)
+    }
+}
+
+@Suite("SQLite under concurrent writers")
+struct ConcurrentSQLiteWritesTests {
+    @Test("400 concurrent single writes and transactions all commit, none fails with SQLITE_BUSY")
+    func concurrentWriters() async throws {
+        try await withDatabase(.sqlite) { test in
+        let db = test.db
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    try await db.insertPendingAuthorization(PendingAuthorization(
+                        state: "state-\(index)", nonce: "n", bindingHash: "b", createdAt: 100, expiresAt: 700))
+                }
+                group.addTask {
+                    _ = try await db.completeSignIn(NewSignIn(
+                        appleSub: "sub-\(index % 20)", email: nil, emailVerified: false, isPrivateEmail: false,
+                        givenName: "Ada", familyName: "L", transferFromSub: nil, clientID: "c", refreshToken: nil,
+                        sessionTokenHash: "hash-\(index)", sessionKind: "web", sessionExpiresAt: 9_999, now: 100))
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await db.countPendingAuthorizations(now: 200) == 200)
+        for index in 0..<20 { #expect(try await db.user(sub: "sub-\(index)") != nil) }
+        #expect(try await db.session(tokenHash: "hash-199", now: 200) != nil)
+        }
+    }
+}
