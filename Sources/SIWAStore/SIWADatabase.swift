@@ -27,8 +27,10 @@ public final class SIWADatabase: Sendable {
     /// True when the database is PostgreSQL (false for SQLite).
     public var isPostgres: Bool { dialect == .postgres }
 
-    /// The default PostgreSQL pool size: enough to keep every core busy while others wait on the network.
-    public static var defaultPostgresPoolSize: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount) }
+    /// The default PostgreSQL pool size: four connections per core. A sign-in holds a connection only for
+    /// its statements, but each statement is a round trip during which the connection idles; with two per
+    /// core, 512 concurrent sign-ins on 2 cores queued for connections while the CPU was not busy.
+    public static var defaultPostgresPoolSize: Int { max(8, 4 * ProcessInfo.processInfo.activeProcessorCount) }
     /// SQLite has one writer at a time; a few connections let readers proceed beside it.
     public static let defaultSQLitePoolSize = 4
 
