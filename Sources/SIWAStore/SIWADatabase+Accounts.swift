@@ -20,12 +20,36 @@ extension SIWADatabase {
     /// updates the email flags and `last_sign_in_at`, upserts `apple_tokens` when `refreshToken != nil`, and
     /// inserts the session. Returns the account and whether it was created. Never matches by email.
     public func completeSignIn(_ s: NewSignIn) async throws -> (UserAccount, Bool) {
+        guard let result = try await completeSignIn(s, nameFromFallbackTable: false) else {
+            throw StoreError.conflict("the account for this Apple ID changed during sign-in")
+        }
+        return result
+    }
+
+    /// Like ``completeSignIn(_:)``, for a sign-in that may bring no name: a new account then takes its name
+    /// from the `apple_user_info` fallback table (the one-time `user` JSON of an earlier attempt), and when
+    /// there is no name there either, nothing is written and the result is nil (the caller asks the person,
+    /// or shows the recovery page). One transaction, where looking first would cost a second round trip.
+    public func completeSignInUsingStoredName(_ s: NewSignIn) async throws -> (UserAccount, Bool)? {
+        try await completeSignIn(s, nameFromFallbackTable: true)
+    }
+
+    private func completeSignIn(_ s: NewSignIn, nameFromFallbackTable: Bool) async throws -> (UserAccount, Bool)? {
         let lock = dialect.forUpdate
         return try await transaction { sql in
+            var s = s
             var created = false
             var account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
             if account == nil, let oldSub = s.transferFromSub, oldSub != s.appleSub {
                 account = try await Self.transfer(sql, from: oldSub, to: s.appleSub, now: s.now)
+            }
+            if account == nil, nameFromFallbackTable, Self.nonEmpty(s.givenName) == nil, Self.nonEmpty(s.familyName) == nil {
+                let stored = try await sql.raw("""
+                    SELECT \(unsafeRaw: Columns.list(Columns.appleUserInfo)) FROM apple_user_info WHERE apple_sub = \(bind: s.appleSub)
+                    """).first()?.appleUserInfo()
+                s.givenName = stored?.givenName
+                s.familyName = stored?.familyName
+                if Self.nonEmpty(s.givenName) == nil, Self.nonEmpty(s.familyName) == nil { return nil }
             }
             if account == nil {
                 let id = UUID().uuidString.lowercased()

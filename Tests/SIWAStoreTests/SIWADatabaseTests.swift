@@ -153,6 +153,39 @@ struct SIWADatabaseTests {
 
     // MARK: Fallback table
 
+    @Test("a sign-in without a name: an existing account signs in; a new one takes the fallback table's name, or is not created",
+          arguments: Backend.allCases)
+    func completeSignInUsingStoredName(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let db = test.db
+            // No account, no name in the request, nothing stored: nothing is written.
+            let unnamed = try await db.completeSignInUsingStoredName(signIn(sub: "sub-none", given: nil, family: " ", session: "s-none"))
+            #expect(unnamed == nil)
+            #expect(try await db.user(sub: "sub-none") == nil)
+            #expect(try await db.session(tokenHash: "s-none", now: 1_000) == nil)
+
+            // The one-time user JSON of an earlier attempt names the new account.
+            try await db.saveAppleUserInfo(.init(appleSub: "sub-stored", givenName: "Grace", familyName: "Hopper", email: nil,
+                                                 rawJSON: "{}", source: "web", receivedAt: 10))
+            let stored = try #require(try await db.completeSignInUsingStoredName(signIn(sub: "sub-stored", given: nil, family: nil, session: "s-stored")))
+            #expect(stored.1 == true)
+            #expect(stored.0.givenName == "Grace" && stored.0.familyName == "Hopper")
+            #expect(try await db.session(tokenHash: "s-stored", now: 1_000) != nil)
+
+            // An existing account signs in again without any name: kept as it was, new session.
+            let again = try #require(try await db.completeSignInUsingStoredName(signIn(sub: "sub-stored", given: nil, family: nil, session: "s-again")))
+            #expect(again.1 == false)
+            #expect(again.0.id == stored.0.id && again.0.givenName == "Grace")
+            #expect(try await db.session(tokenHash: "s-again", now: 1_000) != nil)
+
+            // A name in the request wins over the stored one for a new account.
+            try await db.saveAppleUserInfo(.init(appleSub: "sub-both", givenName: "Stored", familyName: nil, email: nil,
+                                                 rawJSON: "{}", source: "web", receivedAt: 10))
+            let both = try #require(try await db.completeSignInUsingStoredName(signIn(sub: "sub-both", given: "Request", family: nil)))
+            #expect(both.0.givenName == "Request")
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func saveAppleUserInfoNeverLosesAName(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in

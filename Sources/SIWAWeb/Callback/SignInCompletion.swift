@@ -53,30 +53,21 @@ extension SIWADependencies {
     static let apiSessionLifetime: Int64 = 90 * 86_400
 
     func complete(_ signIn: VerifiedSignIn, sessionKind: String, logger: Logger) async throws -> SignInResult {
-        var signIn = signIn
-        var existing = try await database.user(sub: signIn.sub)
-        if existing == nil, let transferSub = signIn.transferSub {
-            existing = try await database.user(sub: transferSub)
-        }
-        if existing == nil && !signIn.hasName, let fallback = try await database.appleUserInfo(sub: signIn.sub) {
-            // The one-time `user` JSON from an earlier attempt that did not finish.
-            signIn.givenName = fallback.givenName
-            signIn.familyName = fallback.familyName
-        }
-        if existing == nil && !signIn.hasName {
-            return .profileRequired
-        }
         let sessionToken = BearerSecret.generate()
         let now = now()
         let lifetime = sessionKind == "api" ? Self.apiSessionLifetime : Self.webSessionLifetime
         let sealedRefreshToken = try signIn.refreshToken.map { try cipher.seal($0, context: refreshTokenContext) }
-        let (account, created) = try await database.completeSignIn(NewSignIn(
+        // A new account without a name in this request takes the one-time `user` JSON of an earlier
+        // attempt that did not finish (the fallback table); with no name anywhere, nil: ask or recover.
+        guard let (account, created) = try await database.completeSignInUsingStoredName(NewSignIn(
             appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
             isPrivateEmail: signIn.isPrivateEmail, givenName: signIn.givenName, familyName: signIn.familyName,
             transferFromSub: signIn.transferSub, clientID: signIn.clientID, refreshToken: sealedRefreshToken,
             sessionTokenHash: BearerSecret.hash(sessionToken), sessionKind: sessionKind,
             sessionExpiresAt: now + lifetime, now: now
-        ))
+        )) else {
+            return .profileRequired
+        }
         logger.info("signed in", metadata: ["user": .string(account.id), "new": .stringConvertible(created), "kind": .string(sessionKind)])
         return .signedIn(account: account, created: created, sessionToken: sessionToken)
     }
