@@ -40,7 +40,10 @@ enum Dialect: Sendable, Equatable {
 /// `@unchecked Sendable`: AsyncKit's `EventLoopGroupConnectionPool` predates Sendable annotations but guards
 /// its state with a lock and hands each connection to one user at a time; `NIOThreadPool` is thread-safe.
 enum Backend: @unchecked Sendable {
-    case sqlite(EventLoopGroupConnectionPool<SQLiteSource>, threads: NIOThreadPool, deletePath: String?)
+    /// `writers`: one connection per event loop used only by the holder of SIWADatabase's write gate, so
+    /// that a writer never waits for a connection behind readers while every other writer waits for it.
+    case sqlite(EventLoopGroupConnectionPool<SQLiteSource>, writers: EventLoopGroupConnectionPool<SQLiteSource>,
+                threads: NIOThreadPool, deletePath: String?)
     case postgres(EventLoopGroupConnectionPool<PostgresConnectionSource>, schema: String?)
 
     var dialect: Dialect {
@@ -62,7 +65,7 @@ enum Backend: @unchecked Sendable {
         let perLoop = max(1, (poolSize + loops - 1) / loops)
         // One thread per connection: a connection waiting in SQLite's busy handler blocks its thread, and must
         // never starve the connection that holds the lock of a thread to finish on.
-        let threads = NIOThreadPool(numberOfThreads: perLoop * loops)
+        let threads = NIOThreadPool(numberOfThreads: (perLoop + 1) * loops)
         threads.start()
         let source = SQLiteSource(
             inner: SQLiteConnectionSource(configuration: .init(storage: .file(path: path), enableForeignKeys: true), threadPool: threads)
@@ -70,7 +73,10 @@ enum Backend: @unchecked Sendable {
         let pool = EventLoopGroupConnectionPool(
             source: source, maxConnectionsPerEventLoop: perLoop, requestTimeout: .seconds(10), logger: logger, on: group
         )
-        let backend = Backend.sqlite(pool, threads: threads, deletePath: deleteOnClose ? path : nil)
+        let writers = EventLoopGroupConnectionPool(
+            source: source, maxConnectionsPerEventLoop: 1, requestTimeout: .seconds(10), logger: logger, on: group
+        )
+        let backend = Backend.sqlite(pool, writers: writers, threads: threads, deletePath: deleteOnClose ? path : nil)
         do {
             // WAL is a property of the file: set once, every later connection uses it. It lets readers run
             // beside the single writer.
@@ -97,7 +103,7 @@ enum Backend: @unchecked Sendable {
 
     func withConnection<R: Sendable>(logger: Logger, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         switch self {
-        case .sqlite(let pool, _, _):
+        case .sqlite(let pool, _, _, _):
             return try await pool.withConnection(logger: logger) { connection in
                 connection.eventLoop.makeFutureWithTask { try await body(connection.sql()) }
             }.get()
@@ -108,10 +114,24 @@ enum Backend: @unchecked Sendable {
         }
     }
 
+    /// Like ``withConnection(logger:_:)`` for the holder of the write gate: on SQLite a connection kept for
+    /// writes; on PostgreSQL the shared pool.
+    func withWriteConnection<R: Sendable>(logger: Logger, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        switch self {
+        case .sqlite(_, let writers, _, _):
+            return try await writers.withConnection(logger: logger) { connection in
+                connection.eventLoop.makeFutureWithTask { try await body(connection.sql()) }
+            }.get()
+        case .postgres:
+            return try await withConnection(logger: logger, body)
+        }
+    }
+
     func shutdown() async throws {
         switch self {
-        case .sqlite(let pool, let threads, let deletePath):
+        case .sqlite(let pool, let writers, let threads, let deletePath):
             try await pool.shutdownAsync()
+            try await writers.shutdownAsync()
             try await threads.shutdownGracefully()
             if let path = deletePath {
                 for suffix in ["", "-wal", "-shm"] {
