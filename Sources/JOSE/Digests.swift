@@ -8,7 +8,7 @@ public enum SHA256 {
         var length: UInt32 = 0
         let ok = OpenSSL.withBytes(Array(data)) { pointer, count in
             // `digest` holds 32 bytes, SHA-256's fixed output size.
-            EVP_Digest(pointer, count, &digest, &length, EVP_sha256(), nil)
+            EVP_Digest(pointer, count, &digest, &length, FetchedDigest.sha256.algorithm, nil)
         }
         // A one-shot digest with the built-in default provider only fails if the library
         // itself is broken (e.g. out of memory); there is no sensible way to continue.
@@ -19,6 +19,23 @@ public enum SHA256 {
     /// The SHA-256 digest of `data` as 64 lowercase hexadecimal characters.
     public static func hexDigest(_ data: some Collection<UInt8>) -> String {
         Hex.encode(hash(data))
+    }
+}
+
+/// A digest implementation fetched once. EVP_sha256() makes every EVP_Digest fetch "SHA256"
+/// by name again, under a global lock (a third of a c_hash computation; perf). A fetched EVP_MD
+/// is immutable and reference counted, so all threads may share it; it lives as long as the
+/// process.
+final class FetchedDigest: @unchecked Sendable {
+    static let sha256 = FetchedDigest(name: "SHA256")
+
+    /// The fetched implementation, or OpenSSL's built-in (implicitly fetched) one if the explicit
+    /// fetch failed, so hashing still works.
+    let algorithm: OpaquePointer?
+
+    private init(name: String) {
+        algorithm = EVP_MD_fetch(nil, name, nil) ?? EVP_sha256()
+        OpenSSL.clearErrors()
     }
 }
 

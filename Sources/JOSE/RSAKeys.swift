@@ -68,6 +68,10 @@ public final class RSAPrivateKey: @unchecked Sendable {
 /// use in OpenSSL 3, hence `@unchecked Sendable`.
 public final class RSAPublicKey: @unchecked Sendable {
     let key: OpaquePointer
+    /// An RS256 verify context for `key`, set up once and only ever copied (see
+    /// `OpenSSL.digestVerify(template:signature:message:)`); nil if OpenSSL would not make one,
+    /// and then each check initializes its own context. Freed in `deinit`.
+    private let verifyTemplate: OpaquePointer?
     /// The modulus, big-endian, without leading zero bytes.
     public let modulus: [UInt8]
     /// The public exponent, big-endian, without leading zero bytes.
@@ -92,6 +96,7 @@ public final class RSAPublicKey: @unchecked Sendable {
             throw JOSEError.invalidKey("RSA modulus must be odd")
         }
         key = try OpenSSL.rsaPublicKey(modulus: modulus, exponent: exponent)
+        verifyTemplate = OpenSSL.verifyTemplate(key)
         self.modulus = modulus
         self.exponent = exponent
     }
@@ -107,6 +112,7 @@ public final class RSAPublicKey: @unchecked Sendable {
     }
 
     deinit {
+        EVP_MD_CTX_free(verifyTemplate)
         EVP_PKEY_free(key)
     }
 
@@ -128,6 +134,9 @@ public final class RSAPublicKey: @unchecked Sendable {
         let signature = Array(signature)
         // PKCS#1 signatures are exactly as long as the modulus.
         guard signature.count == modulus.count else { return false }
+        if let verifyTemplate {
+            return OpenSSL.digestVerify(template: verifyTemplate, signature: signature, message: Array(message))
+        }
         return OpenSSL.digestVerify(key, signature: signature, message: Array(message))
     }
 }

@@ -92,4 +92,29 @@ struct RSAKeyTests {
         }
         #expect(throws: JOSEError.self) { try RSAPrivateKey(pem: "") }
     }
+
+    @Test("one key checks many signatures at once: each check copies the key's shared verify context")
+    func concurrentChecks() async throws {
+        let key = try RSAPrivateKey.generate()
+        let publicKey = try RSAPublicKey(jwk: key.publicKey.jwk(kid: "k"))
+        let messages = (0..<8).map { Array("message \($0)".utf8) }
+        let signatures = try messages.map { try key.signRS256($0) }
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for round in 0..<64 {
+                let index = round % messages.count
+                // Valid pairs, and the same signatures over the wrong message.
+                let message = round % 3 == 0 ? messages[(index + 1) % messages.count] : messages[index]
+                group.addTask {
+                    (0..<4).allSatisfy { _ in
+                        publicKey.isValidRS256Signature(signatures[index], for: message) == (round % 3 != 0)
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results.count == 64 && results.allSatisfy { $0 })
+        // The context is not spent by use: the first pair still verifies, a changed one still fails.
+        #expect(publicKey.isValidRS256Signature(signatures[0], for: messages[0]))
+        #expect(!publicKey.isValidRS256Signature(signatures[0], for: messages[0] + [0]))
+    }
 }

@@ -3,7 +3,8 @@ import Foundation
 import FuzzSupport
 import JOSE
 
-/// Compact JWS parsing (`CompactJWS(compact:)`), the payload decoded into `IdentityTokenClaims`,
+/// Compact JWS parsing (`CompactJWS(compact:)`, its header as JSONDecoder reads it), the payload
+/// decoded into `IdentityTokenClaims` (the fast reader agreeing with JSONDecoder),
 /// the identity-token verifier up to the signature check, and the base64url / base64 codecs.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCompactJWS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -22,7 +23,19 @@ public func fuzzCompactJWS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                             "signing input is not header.payload")
         FuzzInput.invariant(!jws.signature.isEmpty, "empty signature accepted")
         if jws.header.alg == "ES256" { FuzzInput.invariant(jws.signature.count == 64, "ES256 signature of \(jws.signature.count) bytes") }
-        _ = try? jws.decodePayload(as: IdentityTokenClaims.self)
+        // The header, read by FlatJSON when it can, is what JSONDecoder reads.
+        if let headerBytes = try? Base64URL.decode(segments[0]) {
+            let reference = try? JSONDecoder().decode(HeaderProbe.self, from: Data(headerBytes))
+            FuzzInput.invariant(reference?.bytes == HeaderProbe.bytes(of: jws.header), "header \(jws.header) differs from JSONDecoder's \(String(describing: reference))")
+        } else {
+            FuzzInput.invariant(false, "parsed a header that is not base64url")
+        }
+        // The fast claims reader answers only what JSONDecoder decodes.
+        let claims = try? jws.decodePayload(as: IdentityTokenClaims.self)
+        if let fast = IdentityTokenClaims(flatJSON: jws.payload) {
+            let reference = try? JSONDecoder().decode(IdentityTokenClaims.self, from: Data(jws.payload))
+            FuzzInput.invariant(sameBytes(fast, reference) && sameBytes(claims, reference), "fast claims reader disagrees with JSONDecoder")
+        }
     }
 
     let standIn = AppleStandIn.shared
@@ -31,6 +44,19 @@ public func fuzzCompactJWS(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     FuzzInput.invariant(verified == nil, "a token not signed by the stand-in key verified")
     return 0
+}
+
+/// A JWS header as JSONDecoder reads it, to compare with CompactJWS's.
+private struct HeaderProbe: Decodable {
+    let alg: String
+    let kid: String?
+    let typ: String?
+    /// The members byte for byte (String's == also accepts differently normalized text).
+    var bytes: [[UInt8]?] { Self.bytes(of: JWSHeader(alg: alg, kid: kid, typ: typ)) }
+
+    static func bytes(of header: JWSHeader) -> [[UInt8]?] {
+        [Array(header.alg.utf8), header.kid.map { Array($0.utf8) }, header.typ.map { Array($0.utf8) }]
+    }
 }
 
 /// Decoding then encoding gives back the input: the codecs are strict (one text per byte string).
@@ -45,6 +71,14 @@ private func checkBase64(_ text: String) {
         while unpadded.last == "=" { unpadded = unpadded.dropLast() }
         FuzzInput.invariant(encoded == text || unpadded == text, "base64 round trip changed \(text.debugDescription)")
     }
+}
+
+/// Equal, and byte for byte (String's == also accepts differently normalized text): JSONEncoder
+/// writes each string's own bytes.
+private func sameBytes(_ a: IdentityTokenClaims?, _ b: IdentityTokenClaims?) -> Bool {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return a == b && (try? a.map(encoder.encode)) == (try? b.map(encoder.encode))
 }
 
 @main

@@ -4,7 +4,8 @@ import FuzzSupport
 import JOSE
 
 /// Identity-token claims JSON: decoded into `IdentityTokenClaims` (Apple's flexible booleans,
-/// string-or-array `aud`, integer-or-float timestamps); decoded claims must survive an encode/decode
+/// string-or-array `aud`, integer-or-float timestamps), by JSONDecoder and by the fast reader
+/// (`init(flatJSON:)`), which must agree whenever it answers; decoded claims must survive an encode/decode
 /// round trip. Claims that decode are then signed with the stand-in key and run through the whole
 /// `IdentityTokenVerifier` (issuer, audience, time, nonce and `c_hash` checks).
 ///
@@ -16,7 +17,12 @@ public func fuzzIdentityClaims(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
     guard let mode = bytes.first else { return 0 }
     let payload = Array(bytes.dropFirst())
 
-    guard let claims = try? JSONDecoder().decode(IdentityTokenClaims.self, from: Data(payload)) else { return 0 }
+    let reference = try? JSONDecoder().decode(IdentityTokenClaims.self, from: Data(payload))
+    // The verifier's fast reader answers only what JSONDecoder decodes (else nil: JSONDecoder decides).
+    if let fast = IdentityTokenClaims(flatJSON: payload) {
+        FuzzInput.invariant(sameBytes(fast, reference), "fast claims reader gave \(fast), JSONDecoder \(String(describing: reference))")
+    }
+    guard let claims = reference else { return 0 }
     let encoded: Data
     do {
         encoded = try JSONEncoder().encode(claims)
@@ -57,6 +63,14 @@ public func fuzzIdentityClaims(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
         }
     }
     return 0
+}
+
+/// Equal, and byte for byte (String's == also accepts differently normalized text): JSONEncoder
+/// writes each string's own bytes.
+private func sameBytes(_ a: IdentityTokenClaims?, _ b: IdentityTokenClaims?) -> Bool {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return a == b && (try? a.map(encoder.encode)) == (try? b.map(encoder.encode))
 }
 
 @main

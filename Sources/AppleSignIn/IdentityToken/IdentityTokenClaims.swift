@@ -1,3 +1,5 @@
+import JOSE
+
 /// The claims of an Apple identity token (`id_token`).
 ///
 /// Decoding accepts Apple's variations: boolean claims as booleans or `"true"`/`"false"` strings,
@@ -77,5 +79,84 @@ public struct IdentityTokenClaims: Sendable, Equatable, Codable {
         authTime = try c.decodeTimestampIfPresent(forKey: .authTime)
         realUserStatus = try c.decodeIfPresent(Int.self, forKey: .realUserStatus)
         transferSub = try c.decodeIfPresent(String.self, forKey: .transferSub)
+    }
+}
+
+extension IdentityTokenClaims: FlatJSONDecodable {
+    /// Member names in the order of ``FlatJSON/members(of:keys:)``'s answer.
+    private static let flatKeys: [[UInt8]] = [
+        "iss", "sub", "aud", "exp", "iat", "nonce", "c_hash", "at_hash", "email", "email_verified",
+        "is_private_email", "nonce_supported", "auth_time", "real_user_status", "transfer_sub",
+    ].map { Array($0.utf8) }
+
+    /// The claims as `init(from:)` reads them through JSONDecoder, for the shapes Apple sends:
+    /// strings, integers, booleans or "true"/"false", `aud` as a string or one-element array.
+    /// Anything else (floats, wrong types, missing claims, JSON ``FlatJSON`` is unsure about) is
+    /// nil, and JSONDecoder decides it, with its own error.
+    public init?(flatJSON bytes: [UInt8]) {
+        guard let members = FlatJSON.members(of: bytes, keys: Self.flatKeys),
+              case let .string(iss)? = members[0],
+              case let .string(sub)? = members[1],
+              let aud = Self.singleAudience(members[2]),
+              case let .integer(exp)? = members[3],
+              case let .integer(iat)? = members[4],
+              let nonce = Self.optionalString(members[5]),
+              let cHash = Self.optionalString(members[6]),
+              let atHash = Self.optionalString(members[7]),
+              let email = Self.optionalString(members[8]),
+              let emailVerified = Self.optionalFlexibleBool(members[9]),
+              let isPrivateEmail = Self.optionalFlexibleBool(members[10]),
+              let nonceSupported = Self.optionalFlexibleBool(members[11]),
+              let authTime = Self.optionalInteger(members[12]),
+              let realUserStatus = Self.optionalInteger(members[13]),
+              let transferSub = Self.optionalString(members[14])
+        else { return nil }
+        self.init(iss: iss, sub: sub, aud: aud, exp: exp, iat: iat, nonce: nonce, cHash: cHash, atHash: atHash,
+                  email: email, emailVerified: emailVerified, isPrivateEmail: isPrivateEmail,
+                  nonceSupported: nonceSupported, authTime: authTime, realUserStatus: realUserStatus.map { Int($0) },
+                  transferSub: transferSub)
+    }
+
+    // The helpers answer .some(value) for what decodeIfPresent and FlexibleClaims would decode,
+    // and nil where JSONDecoder must decide (a wrong type throws there).
+
+    private static func optionalString(_ value: FlatJSONValue?) -> String?? {
+        switch value {
+        case nil, .null?: .some(nil)
+        case let .string(text)?: .some(text)
+        default: nil
+        }
+    }
+
+    private static func optionalInteger(_ value: FlatJSONValue?) -> Int64?? {
+        switch value {
+        case nil, .null?: .some(nil)
+        case let .integer(number)?: .some(number)
+        default: nil
+        }
+    }
+
+    /// As `decodeFlexibleBoolIfPresent`: a boolean, or a string that lowercases to "true"/"false".
+    private static func optionalFlexibleBool(_ value: FlatJSONValue?) -> Bool?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case let .bool(flag)?: return .some(flag)
+        case let .string(text)?:
+            switch text.lowercased() {
+            case "true": return .some(true)
+            case "false": return .some(false)
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    /// As `decodeSingleAudience`: a string, or an array of exactly one string.
+    private static func singleAudience(_ value: FlatJSONValue?) -> String? {
+        switch value {
+        case let .string(text)?: text
+        case let .strings(list)? where list.count == 1: list[0]
+        default: nil
+        }
     }
 }
