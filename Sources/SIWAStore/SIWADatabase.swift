@@ -148,9 +148,19 @@ public final class SIWADatabase: Sendable {
 
     /// Runs `body` on one pooled connection. For reads; writes go through ``write(_:)`` or ``transaction(_:)``.
     func withSQL<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await onConnection(forWrites: false, body)
+    }
+
+    /// One connection for `body`: a pooled one, or for the write-gate holder the one SQLite keeps per
+    /// event loop for writes alone. Maps connection failures to ``StoreError``.
+    private func onConnection<R: Sendable>(
+        forWrites: Bool, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
+    ) async throws -> R {
         if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
         do {
-            return try await backend.withConnection(logger: logger, body)
+            return forWrites
+                ? try await backend.withWriteConnection(logger: logger, body)
+                : try await backend.withConnection(logger: logger, body)
         } catch {
             throw Self.map(error)
         }
@@ -160,7 +170,7 @@ public final class SIWADatabase: Sendable {
     /// commits on its own). On SQLite it waits its turn at the ``WriteGate`` first.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         guard let writeGate else { return try await withSQL(body) }
-        return try await writeGate.run { try await withWriteSQL(body) }
+        return try await writeGate.run { try await onConnection(forWrites: true, body) }
     }
 
     /// Runs `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
@@ -172,19 +182,9 @@ public final class SIWADatabase: Sendable {
         return try await writeGate.run { try await unguardedTransaction(body) }
     }
 
-    /// The gate holder's connection (SQLite keeps one per event loop for writes alone).
-    private func withWriteSQL<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
-        do {
-            return try await backend.withWriteConnection(logger: logger, body)
-        } catch {
-            throw Self.map(error)
-        }
-    }
-
     private func unguardedTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         let begin = dialect.beginTransaction
-        return try await withWriteSQL { sql in
+        return try await onConnection(forWrites: true) { sql in
             try await sql.raw(SQLQueryString(begin)).run()
             do {
                 let result = try await body(sql)
