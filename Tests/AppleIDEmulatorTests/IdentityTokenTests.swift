@@ -53,6 +53,21 @@ struct IdentityTokenTests {
         #expect(try await restarted.state.sub(personID: "p1", clientID: EmulatorFixture.webClientID) == web)
     }
 
+    @Test("every sub is Apple-shaped, including those whose six-digit prefix needs leading zeros")
+    func subShapeForManyPeople() async throws {
+        let fixture = try EmulatorFixture()
+        let state = fixture.state
+        var padded = 0
+        for index in 0..<300 {
+            let person = await state.createPerson(givenName: "P", familyName: "\(index)", email: "p\(index)@example.com")
+            let sub = try await state.sub(personID: person.id, clientID: EmulatorFixture.webClientID)
+            #expect(sub.wholeMatch(of: #/\d{6}\.[0-9a-f]{32}\.\d{4}/#) != nil, "sub \(sub) is not Apple-shaped")
+            if sub.hasPrefix("0") || sub.split(separator: ".").last?.hasPrefix("0") == true { padded += 1 }
+        }
+        // About 1 in 10 prefixes and suffixes are below 100000 / 1000: the padding was exercised.
+        #expect(padded > 0)
+    }
+
     @Test("user is sent only on the first authorization, and again after stop-using")
     func userOnlyFirstTime() async throws {
         let fixture = try EmulatorFixture()
