@@ -1,4 +1,5 @@
 import Hummingbird
+import Synchronization
 
 /// `GET /healthz` and `GET /metrics`.
 struct OperationsController: Sendable {
@@ -10,13 +11,47 @@ struct OperationsController: Sendable {
             .get("/metrics", use: metrics)
     }
 
+    /// How long `/healthz` waits for the database. During an outage a request may wait for a pooled
+    /// connection up to the pool's own timeout (10 s); a health check must answer well before a
+    /// prober gives up (the chaos test's prober waits 5 s, load balancers often 2–5 s).
+    static let healthDeadline: Duration = .seconds(2)
+
     func health(_ request: Request, context: AppRequestContext) async throws -> Response {
-        do {
-            try await dependencies.database.ping()
+        let database = dependencies.database
+        if await Self.answersWithin(Self.healthDeadline, { try await database.ping() }) {
             return .json(["status": "ok"])
-        } catch {
-            context.logger.warning("health check: database does not answer")
-            return .json(["status": "database unavailable"], status: .serviceUnavailable)
+        }
+        context.logger.warning("health check: database does not answer")
+        return .json(["status": "database unavailable"], status: .serviceUnavailable)
+    }
+
+    /// Whether `work` succeeds within `deadline`. On a timeout the answer is false at once; `work` goes on
+    /// in the background until it ends by itself (the pool's waits do not listen for cancellation).
+    static func answersWithin(_ deadline: Duration, _ work: @escaping @Sendable () async throws -> Void) async -> Bool {
+        let outcome = OneShot()
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            outcome.set(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: deadline)
+                outcome.resume(false)
+            }
+            Task {
+                let succeeded = (try? await work()) != nil
+                outcome.resume(succeeded)
+                timer.cancel()
+            }
+        }
+    }
+
+    /// A continuation resumed by whichever side comes first, exactly once.
+    private final class OneShot: Sendable {
+        private let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        func set(_ value: CheckedContinuation<Bool, Never>) { continuation.withLock { $0 = value } }
+        func resume(_ value: Bool) {
+            continuation.withLock { pending -> CheckedContinuation<Bool, Never>? in
+                defer { pending = nil }
+                return pending
+            }?.resume(returning: value)
         }
     }
 
