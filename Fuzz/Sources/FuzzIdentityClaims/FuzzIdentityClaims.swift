@@ -20,7 +20,7 @@ public func fuzzIdentityClaims(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
     let reference = try? JSONDecoder().decode(IdentityTokenClaims.self, from: Data(payload))
     // The verifier's fast reader answers only what JSONDecoder decodes (else nil: JSONDecoder decides).
     if let fast = IdentityTokenClaims(flatJSON: payload) {
-        FuzzInput.invariant(sameBytes(fast, reference), "fast claims reader gave \(fast), JSONDecoder \(String(describing: reference))")
+        FuzzInput.invariant(FuzzInput.sameBytes(fast, reference), "fast claims reader gave \(fast), JSONDecoder \(String(describing: reference))")
     }
     guard let claims = reference else { return 0 }
     let encoded: Data
@@ -63,14 +63,6 @@ public func fuzzIdentityClaims(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
         }
     }
     return 0
-}
-
-/// Equal, and byte for byte (String's == also accepts differently normalized text): JSONEncoder
-/// writes each string's own bytes.
-private func sameBytes(_ a: IdentityTokenClaims?, _ b: IdentityTokenClaims?) -> Bool {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = .sortedKeys
-    return a == b && (try? a.map(encoder.encode)) == (try? b.map(encoder.encode))
 }
 
 @main

@@ -3,6 +3,14 @@ import Foundation
 
 /// Helpers every fuzz target uses.
 public enum FuzzInput {
+    /// Equal, and byte for byte (String's == also accepts differently normalized text): JSONEncoder
+    /// writes each string's own bytes.
+    public static func sameBytes<T: Encodable & Equatable>(_ a: T?, _ b: T?) -> Bool {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return a == b && (try? a.map(encoder.encode)) == (try? b.map(encoder.encode))
+    }
+
     /// The bytes libFuzzer hands to `LLVMFuzzerTestOneInput`, copied into an array.
     public static func bytes(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
         guard let data, size > 0 else { return [] }
