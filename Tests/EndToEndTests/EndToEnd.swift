@@ -3,9 +3,6 @@ import CurlHTTP
 import Foundation
 import Hummingbird
 import Logging
-import NIOCore
-import NIOPosix
-import ServiceLifecycle
 import SIWAStore
 import SIWATestSupport
 import SIWAWeb
@@ -33,7 +30,7 @@ struct EndToEnd: Sendable {
         logger appLogger: Logger = TestDatabase.quietLogger,
         _ body: @escaping @Sendable (EndToEnd) async throws -> Void
     ) async throws {
-        let (appPort, emulatorPort) = try await freePorts()
+        let (appPort, emulatorPort) = try await SiteWithEmulator.freePorts()
         var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "EMULATOR_PORT": String(emulatorPort),
                       "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10", "DATABASE_URL": "sqlite::memory:"]
         values.merge(settings) { $1 }
@@ -49,45 +46,18 @@ struct EndToEnd: Sendable {
         let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let emulator = try existing ?? AppleIDEmulatorState(configuration: emulatorConfiguration)
 
-        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let emulatorApp = try await buildEmulatorApplication(
-            configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort, logger: logger,
-            onServerRunning: { _ in startedContinuation.yield() })
-        let app = buildApplication(dependencies, logger: appLogger) { _ in startedContinuation.yield() }
-        let group = ServiceGroup(services: [emulatorApp, app], gracefulShutdownSignals: [], logger: logger)
-        let running = Task { try await group.run() }
-        var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-        _ = await iterator.next()
-
         let clientHTTP = CurlHTTPClient()
         let endToEnd = EndToEnd(appURL: configuration.publicURL, emulatorURL: configuration.appleBaseURL, emulator: emulator,
                                 database: database, configuration: configuration, http: clientHTTP)
         do {
-            try await body(endToEnd)
+            try await SiteWithEmulator.run(
+                dependencies: dependencies, emulatorConfiguration: emulatorConfiguration, emulator: emulator,
+                emulatorPort: emulatorPort, appLogger: appLogger, logger: logger) { try await body(endToEnd) }
         } catch {
-            await group.triggerGracefulShutdown()
-            _ = try? await running.value
             await clientHTTP.shutdown()
             throw error
         }
-        await group.triggerGracefulShutdown()
-        _ = try? await running.value
         await clientHTTP.shutdown()
-    }
-
-    /// Two free loopback ports, found by binding port 0 and letting go.
-    static func freePorts() async throws -> (Int, Int) {
-        var ports: [Int] = []
-        var channels: [any Channel] = []
-        for _ in 0..<2 {
-            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .bind(host: "127.0.0.1", port: 0).get()
-            ports.append(channel.localAddress?.port ?? 0)
-            channels.append(channel)
-        }
-        for channel in channels { try await channel.close() }
-        return (ports[0], ports[1])
     }
 }
 

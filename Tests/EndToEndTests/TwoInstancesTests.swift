@@ -30,8 +30,8 @@ struct TwoInstances: Sendable {
     ) async throws {
         let dataDirectory = EndToEnd.dataDirectory()
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        let (portA, emulatorPort) = try await EndToEnd.freePorts()
-        let (portB, _) = try await EndToEnd.freePorts()
+        let (portA, emulatorPort) = try await SiteWithEmulator.freePorts()
+        let (portB, _) = try await SiteWithEmulator.freePorts()
         let shared = ["DATA_DIR": dataDirectory, "EMULATOR_PORT": String(emulatorPort), "PUBLIC_URL": "http://localhost:\(portA)",
                       "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10"]
         let logger = TestDatabase.quietLogger
