@@ -12,13 +12,10 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
     let router = Router(context: AppRequestContext.self)
     let configuration = dependencies.configuration
     router.addMiddleware {
+        RequestOriginMiddleware(trustedProxies: configuration.trustedProxies)
         SecurityHeadersMiddleware(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS)
         ErrorPageMiddleware(pages: dependencies.pages, metrics: dependencies.metrics)
         LogRequestsMiddleware(.debug)
-        if configuration.rateLimitPerMinute > 0 {
-            RateLimitMiddleware(limiter: RateLimiter(limitPerMinute: configuration.rateLimitPerMinute, now: dependencies.now),
-                                metrics: dependencies.metrics)
-        }
         FileMiddleware(publicDirectory, searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
     }
     router.addRoutes(SignInController(dependencies: dependencies).endpoints)
@@ -47,6 +44,14 @@ public func buildApplication(
     app.addServices(RevocationWorker(dependencies: dependencies, logger: logger))
     app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger))
     app.addServices(ConsentCheckService(dependencies: dependencies, logger: logger))
+    if let metricsPort = configuration.metricsPort {
+        // `/metrics` on its own listener (SPEC §9): the public port never serves it, and the
+        // operator exposes this one only to the scraper.
+        let router = Router(context: AppRequestContext.self)
+        router.addRoutes(OperationsController(dependencies: dependencies).metricsEndpoints)
+        app.addServices(Application(router: router, configuration: .init(address: .hostname(configuration.host, port: metricsPort), serverName: nil),
+                                    logger: logger))
+    }
     for service in extraServices { app.addServices(service) }
     return app
 }

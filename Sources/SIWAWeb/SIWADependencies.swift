@@ -21,6 +21,11 @@ public struct SIWADependencies: Sendable {
     public let now: @Sendable () -> Int64
     let cipher: TokenCipher
     let csrf: CSRFTokens
+    let cookies: Cookies
+    /// `RATE_LIMIT_PER_MINUTE`, one instance for every limited route (each route its own bucket).
+    let rateLimit: RateLimitMiddleware
+    /// `MAX_PENDING_AUTHORIZATIONS` and its per-client share, for the web and the native starts alike.
+    let signInCap: SignInCap
     let revocationSignal: RevocationSignal
 
     /// Builds the Apple client pieces from `configuration`. The caller owns `database` and `http`.
@@ -49,6 +54,11 @@ public struct SIWADependencies: Sendable {
         self.cipher = TokenCipher(key: configuration.tokenEncryptionKey)
         self.csrf = CSRFTokens(secret: configuration.tokenEncryptionKey)
         self.revocationSignal = RevocationSignal()
+        self.cookies = Cookies(https: configuration.isHTTPS, sessionDomain: configuration.sessionCookieDomain)
+        self.rateLimit = RateLimitMiddleware(
+            limiter: configuration.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.rateLimitPerMinute, now: now) : nil,
+            metrics: metrics)
+        self.signInCap = SignInCap(configuration: configuration, now: now)
     }
 
     /// Client ids whose tokens this service accepts in notifications: the web Services ID and the app bundles.

@@ -23,6 +23,7 @@ struct DoctorCommand: AsyncParsableCommand {
         for (name, value) in configuration.summary {
             print("  \(name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(value)")
         }
+        for warning in configuration.warnings { print("WARN  \(warning)") }
         var problems = 0
 
         let secrets = try ClientSecretProvider(teamID: configuration.teamID, keyID: configuration.keyID,

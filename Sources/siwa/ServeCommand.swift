@@ -20,6 +20,7 @@ struct ServeCommand: AsyncParsableCommand {
         let values = settings.merged()
         let configuration = try loadConfiguration(values)
         let logger = makeLogger(level: logLevel ?? values["LOG_LEVEL"])
+        for warning in configuration.warnings { printError("warning: \(warning)") }
         let dependencies: SIWADependencies
         do {
             dependencies = try await makeDependencies(configuration: configuration, logger: logger)

@@ -1,4 +1,5 @@
 import Foundation
+import SIWATestSupport
 import SIWAWeb
 import Testing
 
@@ -17,22 +18,7 @@ enum SIWABinary {
     }
 
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        return (process.terminationStatus, output)
+        try await ChildProcess.run(executable, arguments, environment: environment)
     }
 }
 

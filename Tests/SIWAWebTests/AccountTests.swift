@@ -22,7 +22,7 @@ struct AccountTests {
             let response = try await browser.postForm("/signout", [("csrf", csrf)])
             // validate
             #expect(response.location == "/?notice=signed_out")
-            #expect(browser.cookie("siwa_session") == nil)
+            #expect(browser.cookie("__Host-siwa_session") == nil)
             #expect(try await browser.get("/account").location == "/")
         }
     }
@@ -31,10 +31,10 @@ struct AccountTests {
     func sessionEndsServerSide(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "002.b")
-            let token = try #require(browser.cookie("siwa_session"))
+            let token = try #require(browser.cookie("__Host-siwa_session"))
             try await browser.postForm("/signout", [("csrf", try await app.csrf(browser))])
             let thief = browser.fresh()
-            thief.setCookie("siwa_session", token)
+            thief.setCookie("__Host-siwa_session", token)
             #expect(try await thief.get("/account").location == "/")
         }
     }
@@ -121,12 +121,12 @@ struct SessionFixationTests {
             // setup: the attacker signs in and plants their session cookie in the victim's browser
             let attacker = browser.fresh()
             try await app.signIn(attacker, sub: "006.attacker")
-            let planted = try #require(attacker.cookie("siwa_session"))
-            browser.setCookie("siwa_session", planted)
+            let planted = try #require(attacker.cookie("__Host-siwa_session"))
+            browser.setCookie("__Host-siwa_session", planted)
             // MUT: the victim signs in
             try await app.signIn(browser, sub: "006.victim", given: "Vic", family: "Tim")
             // validate: a new token, and the planted one no longer works anywhere
-            #expect(browser.cookie("siwa_session") != planted)
+            #expect(browser.cookie("__Host-siwa_session") != planted)
             #expect(try await browser.get("/account").text.contains("Vic Tim"))
             #expect(try await attacker.get("/account").location == "/")
         }

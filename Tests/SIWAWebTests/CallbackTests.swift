@@ -20,8 +20,8 @@ struct CallbackTests {
             // validate
             #expect(response.status == .seeOther)
             #expect(response.location == "/account")
-            let sessionCookie = try #require(browser.cookie("siwa_session"))
-            let setCookie = response.headers[values: .setCookie].first { $0.hasPrefix("siwa_session=") } ?? ""
+            let sessionCookie = try #require(browser.cookie("__Host-siwa_session"))
+            let setCookie = response.headers[values: .setCookie].first { $0.hasPrefix("__Host-siwa_session=") } ?? ""
             #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Lax") && setCookie.contains("Secure"))
             // stored only as a hash
             #expect(try await app.database.session(tokenHash: sessionCookie, now: Int64(Date().timeIntervalSince1970)) == nil)
@@ -70,7 +70,7 @@ struct CallbackTests {
             let second = try await app.start(browser)
             #expect(second.state != started.state && second.nonce != started.nonce)
             let response = try await browser.get("/auth/apple")
-            let cookie = try #require(response.headers[values: .setCookie].first { $0.hasPrefix("siwa_binding=") })
+            let cookie = try #require(response.headers[values: .setCookie].first { $0.hasPrefix("__Secure-siwa_binding=") })
             #expect(cookie.contains("SameSite=None") && cookie.contains("Secure") && cookie.contains("HttpOnly"))
         }
     }
@@ -92,7 +92,7 @@ struct CallbackTests {
             #expect(replay.status == .badRequest)
             let withoutState = try await browser.postForm("/auth/apple/callback", [("error", "user_cancelled_authorize")])
             #expect(withoutState.location == "/?notice=cancelled")
-            #expect(browser.cookie("siwa_session") == nil)
+            #expect(browser.cookie("__Host-siwa_session") == nil)
         }
     }
 
@@ -119,7 +119,7 @@ struct CallbackTests {
             #expect(missing.status == .badRequest && missing.page == "error")
 
             // expired: a pending authorization whose ten minutes are over
-            let binding = try #require(browser.cookie("siwa_binding"))
+            let binding = try #require(browser.cookie("__Secure-siwa_binding"))
             let now = Int64(Date().timeIntervalSince1970)
             let stale = PendingAuthorization(state: SecureRandom.token(), nonce: "n", bindingHash: SHA256.hexDigest(Array(binding.utf8)),
                                              createdAt: now - 700, expiresAt: now - 100, consumedAt: nil)
@@ -138,12 +138,12 @@ struct CallbackTests {
             _ = try await app.start(attacker)   // the attacker has a binding cookie of their own
             let stolen = try await attacker.postForm("/auth/apple/callback", form)
             #expect(stolen.status == .badRequest && stolen.page == "error")
-            #expect(attacker.cookie("siwa_session") == nil)
+            #expect(attacker.cookie("__Host-siwa_session") == nil)
             // consumed on first use, even though it failed
             #expect(try await browser.postForm("/auth/apple/callback", form).status == .badRequest)
 
             let second = try await app.start(browser)
-            browser.removeCookie("siwa_binding")
+            browser.removeCookie("__Secure-siwa_binding")
             let noCookie = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(second, sub: "001.e"))
             #expect(noCookie.status == .badRequest && noCookie.text.contains("different browser"))
             #expect(try await app.database.user(sub: "001.e") == nil)
@@ -194,7 +194,7 @@ struct CallbackTests {
                 #expect(try await browser.postForm("/auth/apple/callback", form).status == .unauthorized, "\(alg)")
             }
             #expect(try await app.database.user(sub: "001.f") == nil)
-            #expect(browser.cookie("siwa_session") == nil)
+            #expect(browser.cookie("__Host-siwa_session") == nil)
             // exchange never attempted for a token that failed
             #expect(await app.apple.state.requests(to: "/auth/token").isEmpty)
         }
@@ -234,7 +234,7 @@ struct CallbackTests {
             }
             let recovery = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(try await app.start(browser), sub: "001.h9"))
             #expect(recovery.text.contains("Sign-In &amp; Security") && recovery.text.contains("account.apple.com"))
-            #expect(browser.cookie("siwa_session") == nil)
+            #expect(browser.cookie("__Host-siwa_session") == nil)
         }
     }
 
@@ -244,7 +244,7 @@ struct CallbackTests {
             await app.apple.state.set(.status(503))
             let first = try await app.signIn(browser, sub: "001.i", given: "Katherine", family: "Johnson")
             #expect(first.status == .badGateway && first.page == "error")
-            #expect(browser.cookie("siwa_session") == nil)
+            #expect(browser.cookie("__Host-siwa_session") == nil)
             let saved = try #require(try await app.database.appleUserInfo(sub: "001.i"))
             #expect(saved.givenName == "Katherine")
             // Apple sends no user JSON the second time; the fallback table has the name.
@@ -277,7 +277,7 @@ struct CallbackTests {
                 #expect(response.page == "error")
                 #expect(response.text.contains(words), "\(behaviour)")
                 #expect(response.text.contains("data-action=\"retry\""))
-                #expect(browser.cookie("siwa_session") == nil)
+                #expect(browser.cookie("__Host-siwa_session") == nil)
                 #expect(try await app.database.user(sub: "001.j\(index)") == nil)
                 #expect(try await app.database.appleUserInfo(sub: "001.j\(index)")?.givenName == "Name\(index)")
             }
@@ -304,7 +304,7 @@ struct CallbackTests {
             await app.apple.state.set(.otherSub("001.somebody-else"))
             let response = try await app.signIn(browser, sub: "001.l")
             #expect(response.status == .badRequest && response.page == "error")
-            #expect(browser.cookie("siwa_session") == nil)
+            #expect(browser.cookie("__Host-siwa_session") == nil)
             #expect(try await app.database.user(sub: "001.l") == nil)
             #expect(try await app.database.user(sub: "001.somebody-else") == nil)
         }

@@ -59,13 +59,13 @@ struct AccountController: Sendable {
         try await dependencies.deleteAccount(session.account, revoke: true)
         context.logger.info("account deleted", metadata: ["user": .string(session.account.id)])
         var response = dependencies.pages.render(.deleted, title: "Account deleted")
-        response.setCookie(Cookies.cleared(Cookies.sessionName, path: "/", secure: dependencies.configuration.isHTTPS))
+        response.setCookie(dependencies.cookies.clearedSession)
         return response
     }
 
     private func signedOutRedirect(_ location: String) -> Response {
         var response = Response.seeOther(location)
-        response.setCookie(Cookies.cleared(Cookies.sessionName, path: "/", secure: dependencies.configuration.isHTTPS))
+        response.setCookie(dependencies.cookies.clearedSession)
         return response
     }
 

@@ -11,7 +11,7 @@ struct SignedInSession: Sendable {
 extension SIWADependencies {
     /// The valid web session for this request, or nil (no cookie, malformed, expired, or deleted).
     func webSession(for request: Request) async throws -> SignedInSession? {
-        guard let token = request.cookies[Cookies.sessionName]?.value, BearerSecret.isWellFormed(token) else { return nil }
+        guard let token = request.cookies[cookies.sessionName]?.value, BearerSecret.isWellFormed(token) else { return nil }
         let hash = BearerSecret.hash(token)
         guard let (record, account) = try await database.session(tokenHash: hash, now: now()), record.kind == "web" else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)

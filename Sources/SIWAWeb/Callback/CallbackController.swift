@@ -49,8 +49,9 @@ struct CallbackController: Sendable {
 
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
-            .post("/auth/apple/callback", use: callback)
             .post("/auth/apple/profile", use: submitProfile)
+            .add(middleware: dependencies.rateLimit)
+            .post("/auth/apple/callback", use: callback)
     }
 
     func callback(_ request: Request, context: AppRequestContext) async throws -> Response {
@@ -95,7 +96,7 @@ struct CallbackController: Sendable {
             throw WebError.badRequest("expired_state", "This sign-in attempt took longer than ten minutes and has expired.",
                                       hint: "Please sign in again.")
         }
-        guard let binding = request.cookies[Cookies.bindingName]?.value,
+        guard let binding = request.cookies[dependencies.cookies.bindingName]?.value,
               ConstantTime.equals(Array(BearerSecret.hash(binding).utf8), Array(pending.bindingHash.utf8))
         else {
             throw WebError.badRequest("browser_mismatch", "This sign-in was started in a different browser, or this browser blocked our cookie.",
@@ -164,12 +165,12 @@ struct CallbackController: Sendable {
         let configuration = dependencies.configuration
         switch try await dependencies.complete(signIn, sessionKind: "web", logger: logger) {
         case .signedIn(_, let created, let sessionToken):
-            if let previous = request.cookies[Cookies.sessionName]?.value, BearerSecret.isWellFormed(previous) {
+            if let previous = request.cookies[dependencies.cookies.sessionName]?.value, BearerSecret.isWellFormed(previous) {
                 try await dependencies.database.deleteSession(tokenHash: BearerSecret.hash(previous))
             }
             dependencies.metrics.signIn(created ? "new_account" : "returning")
             var response = Response.seeOther("/account")
-            response.setCookie(Cookies.session(sessionToken, secure: configuration.isHTTPS))
+            response.setCookie(dependencies.cookies.session(sessionToken))
             return response
         case .profileRequired where configuration.profileFallback == .ask:
             let token = BearerSecret.generate()
@@ -183,7 +184,7 @@ struct CallbackController: Sendable {
             ))
             dependencies.metrics.signIn("profile_form")
             var response = profilePage(csrf: dependencies.csrf.token(for: hash), email: signIn.email)
-            response.setCookie(Cookies.profile(token, secure: configuration.isHTTPS))
+            response.setCookie(dependencies.cookies.profile(token))
             return response
         case .profileRequired:
             dependencies.metrics.signIn("recovery")
@@ -203,7 +204,7 @@ struct CallbackController: Sendable {
     func submitProfile(_ request: Request, context: AppRequestContext) async throws -> Response {
         let expired = WebError(.badRequest, kind: "profile_expired", title: "This form has expired",
                                message: "Too much time passed since you signed in with Apple.", hint: "Please sign in again.")
-        guard let token = request.cookies[Cookies.profileName]?.value, BearerSecret.isWellFormed(token) else { throw expired }
+        guard let token = request.cookies[dependencies.cookies.profileName]?.value, BearerSecret.isWellFormed(token) else { throw expired }
         let hash = BearerSecret.hash(token)
         let form = try await FormBody.decode(ProfileForm.self, from: request)
         guard dependencies.csrf.isValid(form.csrf, for: hash) else { throw WebError.csrf }
@@ -221,12 +222,15 @@ struct CallbackController: Sendable {
             refreshToken: try pending.refreshToken.map { try dependencies.cipher.open($0, context: refreshTokenContext) },
             givenName: given, familyName: family)
         var response = try await finish(signIn, replacing: request, logger: context.logger)
-        response.setCookie(Cookies.cleared(Cookies.profileName, path: "/auth/apple/profile", secure: dependencies.configuration.isHTTPS))
+        response.setCookie(dependencies.cookies.clearedProfile)
         return response
     }
 
     /// States are our own 43-character tokens; anything far off is not worth a database query.
-    static func isPlausible(_ state: String) -> Bool { !state.isEmpty && state.utf8.count <= 128 }
+    /// Web states are 43 base64url characters; a native nonce's row (`NativeNonce.statePrefix`) is never a web state.
+    static func isPlausible(_ state: String) -> Bool {
+        !state.isEmpty && state.utf8.count <= 128 && !state.hasPrefix(NativeNonce.statePrefix)
+    }
 }
 
 /// Names typed by people: trimmed, at most 100 characters, nil when empty.

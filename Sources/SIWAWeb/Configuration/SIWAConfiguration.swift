@@ -55,6 +55,19 @@ public struct SIWAConfiguration: Sendable {
     /// Most sign-ins in progress (unexpired, unused pending authorizations) at once; past it `/auth/apple`
     /// answers 503. The per-IP rate limit cannot bound this table against many addresses; this can.
     public var maximumPendingAuthorizations: Int = 20_000
+    /// Sign-ins one client address (IPv6: its /64) may start in ten minutes — the life of a pending
+    /// authorization — so one client cannot use up `maximumPendingAuthorizations` for everyone (SPEC §9).
+    public var maximumPendingAuthorizationsPerClient: Int = 100
+    /// Peers whose `X-Forwarded-*` headers are believed (SPEC §9).
+    public var trustedProxies: TrustedProxies = .loopback
+    /// `SESSION_COOKIE_DOMAIN`: the session cookie's `Domain`, so apps on subdomains share it.
+    public var sessionCookieDomain: String?
+    /// `METRICS_PORT`: `/metrics` on its own listener (same host) instead of the public one.
+    public var metricsPort: Int?
+    /// `METRICS_TOKEN`: a bearer token `/metrics` requires on the public listener.
+    public var metricsToken: String?
+    /// What start-up and `siwa doctor` print as warnings (e.g. an `APPLE_BASE_URL` that is not Apple's).
+    public var warnings: [String] = []
 
     /// Whether cookies get `Secure` and responses get HSTS.
     public var isHTTPS: Bool { publicURL.hasPrefix("https://") }
@@ -77,6 +90,8 @@ public struct SIWAConfiguration: Sendable {
         "APPLE_REDIRECT_URI", "APPLE_BASE_URL", "APPLE_NATIVE_CLIENT_IDS", "PUBLIC_URL", "DATABASE_URL",
         "HOST", "PORT", "TOKEN_ENCRYPTION_KEY", "APPLE_TIMEOUT", "EMULATOR_PORT", "RATE_LIMIT_PER_MINUTE",
         "PROFILE_FALLBACK", "APPLE_CLIENT_SECRET_LIFETIME", "DATA_DIR", "SITE_NAME", "MAX_PENDING_AUTHORIZATIONS",
+        "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "TRUSTED_PROXIES", "SESSION_COOKIE_DOMAIN", "METRICS_PORT", "METRICS_TOKEN",
+        "SIWA_DEMO",
     ]
 
     /// Reads and validates the configuration from `values` (environment merged with flags).
@@ -93,7 +108,12 @@ public struct SIWAConfiguration: Sendable {
         let credentialNames = ["APPLE_TEAM_ID", "APPLE_CLIENT_ID", "APPLE_KEY_ID"]
         let hasKey = reader.string("APPLE_PRIVATE_KEY_PATH") != nil || reader.string("APPLE_PRIVATE_KEY") != nil
         let present = credentialNames.filter { reader.string($0) != nil }
+        let forceDemo = try reader.flag("SIWA_DEMO")
         let isDemo = present.isEmpty && !hasKey
+        if isDemo && !forceDemo && !Self.isLoopback(host) {
+            // A lost secrets mount must not silently start a demo site on a public address (SPEC §9).
+            throw ConfigurationError("APPLE_TEAM_ID", "is missing, and demo mode only starts on a loopback HOST (HOST is \(host)): set APPLE_TEAM_ID, APPLE_CLIENT_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_PATH, or pass --demo (SIWA_DEMO=1) to run the demo anyway")
+        }
         if !isDemo {
             let missing = credentialNames.filter { reader.string($0) == nil } + (hasKey ? [] : ["APPLE_PRIVATE_KEY_PATH"])
             if let first = missing.first {
@@ -178,6 +198,41 @@ public struct SIWAConfiguration: Sendable {
             throw ConfigurationError("MAX_PENDING_AUTHORIZATIONS", "must be a positive number of sign-ins in progress")
         }
 
+        let perClient = try reader.integer("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", default: 100)
+        guard perClient > 0 else {
+            throw ConfigurationError("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "must be a positive number of sign-ins per client address")
+        }
+        let trustedProxies: TrustedProxies
+        switch TrustedProxies.parse(reader.string("TRUSTED_PROXIES") ?? "127.0.0.0/8,::1") {
+        case .success(let parsed): trustedProxies = parsed
+        case .failure(let error):
+            throw ConfigurationError("TRUSTED_PROXIES", "must be comma-separated IP addresses or CIDR ranges, got \"\(error.entry)\"")
+        }
+        let publicHost = URLComponents(string: publicURL)?.host?.lowercased() ?? ""
+        var cookieDomain = reader.string("SESSION_COOKIE_DOMAIN")?.lowercased()
+        if let domain = cookieDomain {
+            // A leading dot is legacy syntax with the same meaning (RFC 6265 §5.2.3).
+            let bare = domain.hasPrefix(".") ? String(domain.dropFirst()) : domain
+            guard !bare.isEmpty, bare.contains("."), publicHost == bare || publicHost.hasSuffix("." + bare) else {
+                throw ConfigurationError("SESSION_COOKIE_DOMAIN", "must be PUBLIC_URL's host (\(publicHost)) or a parent domain of it, got \(domain)")
+            }
+            cookieDomain = bare
+        }
+        var metricsPort: Int?
+        if reader.string("METRICS_PORT") != nil {
+            let value = try reader.port("METRICS_PORT", default: 0)
+            guard value != port else { throw ConfigurationError("METRICS_PORT", "must differ from PORT (\(port))") }
+            metricsPort = value
+        }
+        let metricsToken = reader.string("METRICS_TOKEN")
+        if let token = metricsToken, token.utf8.count < 16 || token.contains(where: { $0.isWhitespace }) {
+            throw ConfigurationError("METRICS_TOKEN", "must be at least 16 characters without spaces (e.g. `openssl rand -hex 16`)")
+        }
+        var warnings: [String] = []
+        if !isDemo && appleBaseURL != "https://appleid.apple.com" {
+            warnings.append("APPLE_BASE_URL is \(appleBaseURL), not Apple's https://appleid.apple.com: sign-ins are checked against that server's keys (fine for staging with the emulator, never for production)")
+        }
+
         return SIWAConfiguration(
             isDemo: isDemo, teamID: teamID, clientID: clientID, keyID: keyID, privateKey: privateKey,
             redirectURI: redirectURI, appleBaseURL: appleBaseURL, nativeClientIDs: nativeClientIDs,
@@ -185,8 +240,18 @@ public struct SIWAConfiguration: Sendable {
             appleTimeout: timeout, emulatorPort: emulatorPort, rateLimitPerMinute: rateLimit,
             profileFallback: fallback, clientSecretLifetime: lifetime, dataDirectory: dataDirectory,
             siteName: reader.string("SITE_NAME") ?? (isDemo ? "siwa demo" : URLComponents(string: publicURL)?.host ?? "siwa"),
-            maximumPendingAuthorizations: maximumPending
+            maximumPendingAuthorizations: maximumPending, maximumPendingAuthorizationsPerClient: perClient,
+            trustedProxies: trustedProxies, sessionCookieDomain: cookieDomain, metricsPort: metricsPort,
+            metricsToken: metricsToken, warnings: warnings
         )
+    }
+
+    /// A loopback listen address: only reachable from this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        let lowered = host.lowercased()
+        if lowered == "localhost" || lowered.hasSuffix(".localhost") { return true }
+        guard let address = IPAddress(lowered) else { return false }
+        return address.isIPv4 ? address.bytes[0] == 127 : address == IPAddress("::1")
     }
 
     private static func privateKey(_ reader: SettingReader) throws -> P256PrivateKey {
@@ -236,6 +301,11 @@ public struct SIWAConfiguration: Sendable {
             ("PROFILE_FALLBACK", profileFallback.rawValue),
             ("APPLE_CLIENT_SECRET_LIFETIME", "\(clientSecretLifetime) s"),
             ("MAX_PENDING_AUTHORIZATIONS", "\(maximumPendingAuthorizations)"),
+            ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "\(maximumPendingAuthorizationsPerClient)"),
+            ("TRUSTED_PROXIES", trustedProxies.description),
+            ("SESSION_COOKIE_DOMAIN", sessionCookieDomain ?? "(none: this host only)"),
+            ("METRICS_PORT", metricsPort.map(String.init) ?? "(none: /metrics on PORT)"),
+            ("METRICS_TOKEN", metricsToken == nil ? "(none)" : "set"),
         ]
     }
 }
@@ -270,6 +340,16 @@ struct SettingReader {
         guard let raw = string(name) else { return value }
         guard let parsed = Int(raw) else { throw ConfigurationError(name, "must be a whole number, got \(raw)") }
         return parsed
+    }
+
+    /// `1`/`true`/`yes` or `0`/`false`/`no`; unset is false.
+    func flag(_ name: String) throws -> Bool {
+        guard let raw = string(name)?.lowercased() else { return false }
+        switch raw {
+        case "1", "true", "yes": return true
+        case "0", "false", "no": return false
+        default: throw ConfigurationError(name, "must be 1 or 0, got \(raw)")
+        }
     }
 
     func number(_ name: String, default value: Double) throws -> Double {

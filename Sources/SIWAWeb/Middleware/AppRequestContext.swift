@@ -1,16 +1,16 @@
 import Hummingbird
 import NIOCore
 
-/// The request context: Hummingbird's core plus the peer address (for per-IP rate limits).
+/// The request context: Hummingbird's core plus where the request came from.
 public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The socket peer: in production the reverse proxy.
     public let remoteAddress: SocketAddress?
+    /// The client behind any trusted proxy (`RequestOriginMiddleware` fills it in first).
+    public var origin: RequestOrigin = .unresolved
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
     }
-
-    /// The client's IP, or "unknown" (in-process tests have no socket).
-    var clientIP: String { remoteAddress?.ipAddress ?? "unknown" }
 }

@@ -1,51 +1,57 @@
 import Hummingbird
 
-/// Per-client-IP request counting in fixed one-minute windows. Memory is bounded: windows older
-/// than the current one are dropped, and past `maximumClients` the oldest entries go first.
+/// Counts events per key in fixed windows (a minute for the rate limit, ten minutes for sign-ins
+/// started per client). Memory is bounded: windows older than the current one are dropped, and
+/// past `maximumKeys` the oldest entries go first.
 actor RateLimiter {
-    struct Window { var minute: Int64; var count: Int }
-    let limitPerMinute: Int
-    let maximumClients: Int
+    struct Window { var index: Int64; var count: Int }
+    let limit: Int
+    let windowSeconds: Int64
+    let maximumKeys: Int
     private var windows: [String: Window] = [:]
     private let now: @Sendable () -> Int64
 
-    init(limitPerMinute: Int, maximumClients: Int = 100_000, now: @escaping @Sendable () -> Int64) {
-        self.limitPerMinute = limitPerMinute
-        self.maximumClients = maximumClients
+    init(limit: Int, windowSeconds: Int64 = 60, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Int64) {
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.maximumKeys = maximumKeys
         self.now = now
     }
 
-    /// nil when allowed; else the seconds until the client may try again.
-    func check(_ client: String) -> Int64? {
+    /// Counts one event for `key`: nil when within the limit; else the seconds until the window ends.
+    func check(_ key: String) -> Int64? {
         let time = now()
-        let minute = time / 60
-        var window = windows[client] ?? Window(minute: minute, count: 0)
-        if window.minute != minute { window = Window(minute: minute, count: 0) }
+        let index = time / windowSeconds
+        var window = windows[key] ?? Window(index: index, count: 0)
+        if window.index != index { window = Window(index: index, count: 0) }
         window.count += 1
-        if windows.count >= maximumClients, windows[client] == nil {
-            windows = windows.filter { $0.value.minute == minute }
-            if windows.count >= maximumClients { windows.removeAll(keepingCapacity: true) }
+        if windows.count >= maximumKeys, windows[key] == nil {
+            windows = windows.filter { $0.value.index == index }
+            if windows.count >= maximumKeys { windows.removeAll(keepingCapacity: true) }
         }
-        windows[client] = window
-        guard window.count > limitPerMinute else { return nil }
-        return max(1, (minute + 1) * 60 - time)
+        windows[key] = window
+        guard window.count > limit else { return nil }
+        return max(1, (index + 1) * windowSeconds - time)
     }
 }
 
-/// Applies the limit to the sign-in endpoints (SPEC §2 RATE_LIMIT_PER_MINUTE), answering 429 with
-/// `Retry-After`.
+/// Applies `RATE_LIMIT_PER_MINUTE` (SPEC §2, §9) to the routes a controller adds after it, answering 429
+/// with `Retry-After`. It runs after routing, so the bucket is the route as the router matched it
+/// (`/auth/apple/`, `//auth/apple` and `/auth/apple` are one route), per client address behind any
+/// trusted proxy (IPv6 grouped by /64).
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
-    static let limitedPaths: Set<String> = ["/auth/apple", "/auth/apple/callback", "/auth/apple/native"]
-    let limiter: RateLimiter
+    /// nil when the limit is off.
+    let limiter: RateLimiter?
     let metrics: SIWAMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        guard Self.limitedPaths.contains(path), let retryAfter = await limiter.check(context.clientIP) else {
+        guard let limiter else { return try await next(request, context) }
+        let route = context.endpointPath ?? request.uri.path
+        guard let retryAfter = await limiter.check(route + " " + context.origin.client.limitKey) else {
             return try await next(request, context)
         }
-        metrics.rateLimited(path)
+        metrics.rateLimited(route)
         throw WebError(.tooManyRequests, kind: "rate_limited", title: "Too many attempts",
                        message: "There have been too many sign-in attempts from your network. Please wait a moment.",
                        hint: "Try again in \(retryAfter) seconds.", retryPath: "/",

@@ -11,14 +11,16 @@ struct NativeAPIController: Sendable {
 
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
-            .post("/auth/apple/native", use: signIn)
             .get("/api/me", use: me)
             .delete("/api/me", use: deleteMe)
+            .add(middleware: dependencies.rateLimit)
+            .post("/auth/apple/native/nonce", use: issueNonce)
+            .post("/auth/apple/native", use: signIn)
     }
 
     struct Credential: Decodable, Sendable {
         struct FullName: Decodable, Sendable { var givenName: String?; var familyName: String? }
-        var identityToken: String
+        var identityToken: String?
         var authorizationCode: String?
         var nonce: String?
         var fullName: FullName?
@@ -43,6 +45,21 @@ struct NativeAPIController: Sendable {
     static let invalidToken = WebError(.unauthorized, kind: "invalid_token", title: "Invalid token",
                                        message: "The identity token was not accepted.", retryPath: nil)
 
+    struct NonceAnswer: Encodable, Sendable { var nonce: String; var expiresIn: Int64 }
+
+    /// `POST /auth/apple/native/nonce` (SPEC §7): a single-use nonce for the app's next Apple request.
+    func issueNonce(_ request: Request, context: AppRequestContext) async throws -> Response {
+        guard !dependencies.configuration.nativeClientIDs.isEmpty else { throw Self.notConfigured }
+        let now = dependencies.now()
+        try await dependencies.signInCap.admit(context.origin, database: dependencies.database, now: now, context: context)
+        let nonce = NativeNonce.generate()
+        try await dependencies.database.insertPendingAuthorization(nonce.pendingAuthorization(now: now))
+        return .json(NonceAnswer(nonce: nonce.raw, expiresIn: NativeNonce.lifetime))
+    }
+
+    static let notConfigured = WebError(.unauthorized, kind: "invalid_token", title: "Not configured",
+                                        message: "This service accepts no app tokens (APPLE_NATIVE_CLIENT_IDS is empty).", retryPath: nil)
+
     func signIn(_ request: Request, context: AppRequestContext) async throws -> Response {
         let configuration = dependencies.configuration
         let logger = context.logger
@@ -52,19 +69,29 @@ struct NativeAPIController: Sendable {
         do {
             credential = try JSONDecoder().decode(Credential.self, from: Data(buffer: body))
         } catch {
-            throw WebError(.badRequest, kind: "invalid_request", title: "Invalid request",
-                           message: "The body must be JSON with at least identityToken.", retryPath: nil)
+            throw Self.missingFields
         }
-        guard !configuration.nativeClientIDs.isEmpty else {
-            throw WebError(.unauthorized, kind: "invalid_token", title: "Not configured",
-                           message: "This service accepts no app tokens (APPLE_NATIVE_CLIENT_IDS is empty).", retryPath: nil)
+        // All three are required (SPEC §7): a captured identity token alone must never become a session.
+        guard let identityToken = credential.identityToken, !identityToken.isEmpty,
+              let code = credential.authorizationCode, !code.isEmpty,
+              let rawNonce = credential.nonce, NativeNonce.isWellFormed(rawNonce)
+        else { throw Self.missingFields }
+        guard !configuration.nativeClientIDs.isEmpty else { throw Self.notConfigured }
+
+        // The nonce first, consumed whatever happens next: one credential, one attempt.
+        let now = dependencies.now()
+        guard let issued = try await dependencies.database.consumePendingAuthorization(
+            state: NativeNonce(raw: rawNonce).state, now: now),
+            issued.bindingHash == NativeNonce.bindingMarker, issued.expiresAt > now
+        else {
+            logger.notice("native sign-in with a nonce that is unknown, used or expired")
+            throw Self.invalidNonce
         }
         let claims: IdentityTokenClaims
         do {
             // The app passes the raw nonce; the token carries its SHA-256 (Apple's native convention).
             claims = try await dependencies.identityTokens.verify(
-                credential.identityToken, audiences: Set(configuration.nativeClientIDs),
-                nonce: credential.nonce.map { .sha256Hex(of: $0) } ?? .notChecked, code: nil)
+                identityToken, audiences: Set(configuration.nativeClientIDs), nonce: .sha256Hex(of: rawNonce), code: nil)
         } catch let error as IdentityTokenError {
             if case .keysUnavailable = error {
                 throw WebError(.badGateway, kind: "apple_keys_unavailable", title: "Apple is not answering",
@@ -84,25 +111,25 @@ struct NativeAPIController: Sendable {
                                                 rawJSON: raw, source: "native")
         }
 
-        var refreshToken: String?
-        if let code = credential.authorizationCode, !code.isEmpty {
-            let tokens: AppleTokenResponse
-            do {
-                tokens = try await dependencies.metrics.timeAppleCall("token") {
-                    try await dependencies.apple.exchangeCode(code, clientID: bundleID, redirectURI: nil)
-                }
-            } catch {
-                var failure = AppleFailure.exchange(error, logger: logger)
-                failure.retryPath = nil
-                throw failure
+        // The code proves the app holds a fresh authorization: Apple's answer must name the same person.
+        let tokens: AppleTokenResponse
+        do {
+            tokens = try await dependencies.metrics.timeAppleCall("token") {
+                try await dependencies.apple.exchangeCode(code, clientID: bundleID, redirectURI: nil)
             }
-            if let exchangedToken = tokens.idToken {
-                let exchanged = try? await dependencies.identityTokens.verify(
-                    exchangedToken, audiences: [bundleID], nonce: .notChecked, code: nil)
-                guard exchanged?.sub == claims.sub else { throw Self.invalidToken }
-            }
-            refreshToken = tokens.refreshToken
+        } catch {
+            var failure = AppleFailure.exchange(error, logger: logger)
+            failure.retryPath = nil
+            throw failure
         }
+        guard let exchangedToken = tokens.idToken,
+              let exchanged = try? await dependencies.identityTokens.verify(exchangedToken, audiences: [bundleID], nonce: .notChecked, code: nil),
+              exchanged.sub == claims.sub
+        else {
+            logger.notice("native sign-in: the exchanged token does not name the identity token's person")
+            throw Self.invalidToken
+        }
+        let refreshToken = tokens.refreshToken
 
         let signIn = VerifiedSignIn(claims: claims, clientID: bundleID, refreshToken: refreshToken,
                                     givenName: givenName, familyName: familyName)
@@ -129,6 +156,13 @@ struct NativeAPIController: Sendable {
         context.logger.info("account deleted through the API", metadata: ["user": .string(session.account.id)])
         return .json(["status": "deleted"])
     }
+
+    static let missingFields = WebError(.badRequest, kind: "invalid_request", title: "Invalid request",
+                                        message: "The body must be JSON with identityToken, authorizationCode and nonce (from POST /auth/apple/native/nonce).",
+                                        retryPath: nil)
+    static let invalidNonce = WebError(.unauthorized, kind: "invalid_nonce", title: "Invalid nonce",
+                                       message: "The nonce is unknown, already used or expired: ask POST /auth/apple/native/nonce for a new one.",
+                                       retryPath: nil)
 
     static let unauthorized = WebError(.unauthorized, kind: "unauthorized", title: "Unauthorized",
                                        message: "A valid bearer token is required.", retryPath: nil,

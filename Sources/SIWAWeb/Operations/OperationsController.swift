@@ -1,14 +1,31 @@
 import Hummingbird
+import JOSE
 import Synchronization
 
 /// `GET /healthz` and `GET /metrics`.
 struct OperationsController: Sendable {
     let dependencies: SIWADependencies
+    let revocationCounts: CachedValue<(pending: Int, failing: Int)>
 
+    init(dependencies: SIWADependencies) {
+        self.dependencies = dependencies
+        revocationCounts = CachedValue(freshFor: Self.countsFreshFor)
+    }
+
+    /// How long a count of the revocation outbox is reused: a scrape every second (or a flood of
+    /// them) costs the database one count per this interval.
+    static let countsFreshFor: Duration = .seconds(15)
+
+    /// The public listener: `/healthz`, and `/metrics` unless `METRICS_PORT` moves it to its own listener.
     var endpoints: RouteCollection<AppRequestContext> {
-        RouteCollection(context: AppRequestContext.self)
-            .get("/healthz", use: health)
-            .get("/metrics", use: metrics)
+        let routes = RouteCollection(context: AppRequestContext.self).get("/healthz", use: health)
+        if dependencies.configuration.metricsPort == nil { routes.get("/metrics", use: metrics) }
+        return routes
+    }
+
+    /// The `METRICS_PORT` listener's routes.
+    var metricsEndpoints: RouteCollection<AppRequestContext> {
+        RouteCollection(context: AppRequestContext.self).get("/metrics", use: metrics)
     }
 
     /// How long `/healthz` waits for the database. During an outage a request may wait for a pooled
@@ -56,7 +73,18 @@ struct OperationsController: Sendable {
     }
 
     func metrics(_ request: Request, context: AppRequestContext) async throws -> Response {
-        if let counts = try? await dependencies.database.revocationCounts() {
+        if let token = dependencies.configuration.metricsToken {
+            let presented = request.headers[.authorization].flatMap { header -> String? in
+                header.lowercased().hasPrefix("bearer ") ? String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces) : nil
+            } ?? ""
+            guard ConstantTime.equals(Array(SHA256.hash(Array(presented.utf8))), Array(SHA256.hash(Array(token.utf8)))) else {
+                throw WebError(.unauthorized, kind: "unauthorized", title: "Unauthorized",
+                               message: "/metrics needs the METRICS_TOKEN as a bearer token.", retryPath: nil,
+                               headers: [.wwwAuthenticate: "Bearer"])
+            }
+        }
+        let database = dependencies.database
+        if let counts = try? await revocationCounts.value({ try await database.revocationCounts() }) {
             dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
         }
         let bytes = dependencies.metrics.registry.emitToBuffer()

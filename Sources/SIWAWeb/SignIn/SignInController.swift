@@ -6,18 +6,13 @@ import SIWAStore
 /// `GET /` (the sign-in page) and `GET /auth/apple` (starts a sign-in at Apple).
 struct SignInController: Sendable {
     let dependencies: SIWADependencies
-    let cap: PendingAuthorizationCap
     /// Pending authorizations live ten minutes (SPEC §3).
     static let pendingLifetime: Int64 = 600
-
-    init(dependencies: SIWADependencies) {
-        self.dependencies = dependencies
-        cap = PendingAuthorizationCap(limit: dependencies.configuration.maximumPendingAuthorizations)
-    }
 
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
             .get("/", use: signInPage)
+            .add(middleware: dependencies.rateLimit)
             .get("/auth/apple", use: start)
     }
 
@@ -43,17 +38,19 @@ struct SignInController: Sendable {
     func start(_ request: Request, context: AppRequestContext) async throws -> Response {
         let configuration = dependencies.configuration
         // One binding value per browser: reusing it lets two tabs sign in at once.
-        let existing = request.cookies[Cookies.bindingName]?.value
+        let existing = request.cookies[dependencies.cookies.bindingName]?.value
         let binding = existing.flatMap { BearerSecret.isWellFormed($0) ? $0 : nil } ?? BearerSecret.generate()
         let now = dependencies.now()
-        // Bounds the table against abandoned sign-ins from many addresses (the rate limit is per IP);
-        // a full table refuses new sign-ins clearly instead of growing until the disk fills.
-        let database = dependencies.database
-        let decision = try await cap.admit { try await database.countPendingAuthorizations(now: now) }
-        guard decision.admitted else {
-            context.logger.warning("too many sign-ins in progress", metadata: ["pending": .stringConvertible(decision.pending)])
-            throw WebError.tooManySignIns
+        // Only a top-level navigation starts a sign-in (SPEC §9): an <img>, <script> or fetch() of
+        // this URL embedded in someone else's page must not fill the table for its visitors.
+        if let mode = request.headers[.secFetchMode], mode.lowercased() != "navigate" {
+            throw WebError(.forbidden, kind: "not_a_navigation", title: "Sign-in must be opened as a page",
+                           message: "A sign-in can only be started by opening this address in the browser, not from inside another page.",
+                           retryPath: "/")
         }
+        // Bounds the table against abandoned sign-ins: per client first, then for everyone; a full
+        // table refuses new sign-ins clearly instead of growing until the disk fills.
+        try await dependencies.signInCap.admit(context.origin, database: dependencies.database, now: now, context: context)
         let pending = PendingAuthorization(
             state: SecureRandom.token(byteCount: 32), nonce: SecureRandom.token(byteCount: 32),
             bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil
@@ -61,7 +58,7 @@ struct SignInController: Sendable {
         try await dependencies.database.insertPendingAuthorization(pending)
         let url = Self.authorizeURL(configuration: configuration, state: pending.state, nonce: pending.nonce)
         var response = Response.seeOther(url)
-        response.setCookie(Cookies.binding(binding))
+        response.setCookie(dependencies.cookies.binding(binding))
         return response
     }
 

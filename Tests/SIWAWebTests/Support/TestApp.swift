@@ -42,7 +42,7 @@ struct TestApp {
 
     /// Runs `test` against the app on `backend` (skipped when that backend is unavailable).
     static func run(
-        _ backend: Backend, settings overrides: [String: String] = [:],
+        _ backend: Backend, settings overrides: [String: String] = [:], live: Bool = false,
         _ test: @escaping @Sendable (TestApp, Browser) async throws -> Void
     ) async throws {
         guard let database = try await backend.open() else { return }
@@ -58,7 +58,7 @@ struct TestApp {
         let testApp = TestApp(apple: apple, dependencies: dependencies, database: database)
         let app = buildApplication(dependencies, logger: logger)
         do {
-            try await app.test(.router) { client in
+            try await app.test(live ? .live : .router) { client in
                 try await test(testApp, Browser(client: client))
             }
         } catch {
@@ -78,6 +78,9 @@ final class Browser: Sendable {
 
     /// Another browser profile sharing nothing with this one.
     func fresh() -> Browser { Browser(client: client) }
+
+    /// The app's port on 127.0.0.1 when the test runs `live`.
+    var port: Int? { client.port }
 
     func cookie(_ name: String) -> String? { jar[name] }
     func setCookie(_ name: String, _ value: String) { jar[name] = value }

@@ -1,0 +1,181 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import SIWAStore
+import SIWATestSupport
+import Testing
+
+@testable import SIWAWeb
+
+/// SPEC §9's addresses: parsing, ranges, and who a request came from, with plain values.
+@Suite("Client address behind trusted proxies")
+struct TrustedProxiesTests {
+    @Test("IPv4 and IPv6 text: accepted forms and refused ones")
+    func parsing() {
+        #expect(IPAddress("192.0.2.1")?.bytes == [192, 0, 2, 1])
+        #expect(IPAddress("::1")?.description == "::1")
+        #expect(IPAddress("2001:DB8:0:0:0:0:0:1")?.description == "2001:db8::1")
+        #expect(IPAddress("[2001:db8::7]")?.description == "2001:db8::7")
+        #expect(IPAddress("fe80::1%eth0")?.description == "fe80::1")
+        #expect(IPAddress("::ffff:198.51.100.4")?.description == "198.51.100.4")   // dual-stack IPv4 peer
+        #expect(IPAddress("64:ff9b::192.0.2.33")?.description == "64:ff9b::c000:221")
+        for bad in ["", "1.2.3", "1.2.3.4.5", "256.1.1.1", "010.0.0.1", "1.2.3.-1", "1:2:3:4:5:6:7:8:9", "1::2::3",
+                    "12345::1", "g::1", "unknown", " 1.2.3.4", "1.2.3.4 ", "::ffff:1.2.3", String(repeating: "1", count: 100)] {
+            #expect(IPAddress(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("CIDR ranges contain exactly their addresses")
+    func ranges() throws {
+        let ten = try #require(IPNetwork("10.0.0.0/8"))
+        #expect(ten.contains(IPAddress("10.255.1.2")!) && !ten.contains(IPAddress("11.0.0.1")!))
+        let odd = try #require(IPNetwork("192.168.1.77/26"))
+        #expect(odd.description == "192.168.1.64/26")
+        #expect(odd.contains(IPAddress("192.168.1.127")!) && !odd.contains(IPAddress("192.168.1.128")!))
+        let v6 = try #require(IPNetwork("2001:db8::/32"))
+        #expect(v6.contains(IPAddress("2001:db8:ffff::1")!) && !v6.contains(IPAddress("2001:db9::1")!))
+        #expect(!v6.contains(IPAddress("32.1.13.184")!))   // an IPv4 address is never in an IPv6 range
+        #expect(IPNetwork("::ffff:10.0.0.0/104")?.contains(IPAddress("10.1.2.3")!) == true)
+        #expect(IPNetwork("0.0.0.0/0")?.contains(IPAddress("203.0.113.9")!) == true)
+        for bad in ["10.0.0.0/33", "10.0.0.0/", "::/129", "10.0.0.0/8/8", "10.0.0.0/-1", "example.com/8"] {
+            #expect(IPNetwork(bad) == nil, "\(bad)")
+        }
+        guard case .failure(let error) = TrustedProxies.parse("10.0.0.0/8, nonsense") else { Issue.record("accepted"); return }
+        #expect(error.entry == "nonsense")
+    }
+
+    func origin(_ trusted: String = "127.0.0.0/8,::1,10.0.0.0/8", peer: String?, _ fields: [(String, String)] = []) -> RequestOrigin {
+        var headers = HTTPFields()
+        for (name, value) in fields { headers.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        guard case .success(let proxies) = TrustedProxies.parse(trusted) else { fatalError() }
+        return proxies.origin(peer: peer, headers: headers)
+    }
+
+    @Test("forwarded headers are believed only from trusted peers; the client is the right-most untrusted hop")
+    func resolution() {
+        // an untrusted peer's forged headers are ignored
+        let direct = origin(peer: "203.0.113.5", [("X-Forwarded-For", "1.1.1.1"), ("X-Forwarded-Proto", "https"), ("X-Real-IP", "2.2.2.2")])
+        #expect(direct.client.description == "203.0.113.5" && !direct.viaTrustedProxy && direct.forwarded == nil)
+        // a trusted proxy: the address it appended, not what the client put to its left
+        let proxied = origin(peer: "127.0.0.1", [("X-Forwarded-For", "6.6.6.6, 198.51.100.7"), ("X-Forwarded-Proto", "https"),
+                                                 ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/private?a=1")])
+        #expect(proxied.client.description == "198.51.100.7" && proxied.viaTrustedProxy)
+        #expect(proxied.forwarded == ForwardedRequest(proto: "https", host: "app.example.com", uri: "/private?a=1"))
+        // two trusted proxies in a row (load balancer 10.x → nginx on loopback), several header lines
+        let chained = origin(peer: "127.0.0.1", [("X-Forwarded-For", "6.6.6.6, 198.51.100.8"), ("X-Forwarded-For", "10.1.2.3")])
+        #expect(chained.client.description == "198.51.100.8")
+        // every hop trusted: the left-most
+        #expect(origin(peer: "::1", [("X-Forwarded-For", "10.0.0.9, 127.0.0.1")]).client.description == "10.0.0.9")
+        // no X-Forwarded-For: X-Real-IP from a trusted proxy, else the peer
+        #expect(origin(peer: "127.0.0.1", [("X-Real-IP", "198.51.100.9")]).client.description == "198.51.100.9")
+        #expect(origin(peer: "127.0.0.1").client.description == "127.0.0.1")
+        // garbage where an address belongs ends the chain: it becomes the client's key, printable only
+        let garbage = origin(peer: "127.0.0.1", [("X-Forwarded-For", "1.2.3.4, evil-ñame")])
+        #expect(garbage.client.limitKey == "?evil-?ame")
+        // no socket at all (in-process tests)
+        #expect(origin(peer: nil, [("X-Forwarded-For", "1.1.1.1")]).client == .unknown)
+        // TRUSTED_PROXIES empty: nobody's headers are believed
+        #expect(origin("", peer: "127.0.0.1", [("X-Forwarded-For", "1.1.1.1")]).client.description == "127.0.0.1")
+    }
+
+    @Test("limit keys: one per IPv4 address, one per IPv6 /64")
+    func limitKeys() {
+        func key(_ text: String) -> String { ClientAddress.address(IPAddress(text)!).limitKey }
+        #expect(key("198.51.100.1") != key("198.51.100.2"))
+        #expect(key("2001:db8:1:2::1") == key("2001:db8:1:2:ffff:ffff:ffff:ffff"))
+        #expect(key("2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(key("2001:db8:1:3::1") != key("2001:db8:1:2::1"))
+    }
+}
+
+/// SPEC §9 over real sockets: the app on 127.0.0.1, requests from 127.0.0.1 (the trusted proxy)
+/// and from 127.0.0.2 (a client reaching the app directly), sent with curl.
+@Suite("Rate limit and sign-in cap behind a proxy (live)")
+struct ProxyLiveTests {
+    static let proxy = "127.0.0.1"
+    static let stranger = "127.0.0.2"
+
+    @Test("an untrusted peer's forged X-Forwarded-For is ignored: its requests share its own bucket", arguments: [Backend.sqlite])
+    func forgedForwardedFor(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { _, browser in
+            let url = "http://127.0.0.1:\(try #require(browser.port))/auth/apple"
+            var statuses: [Int?] = []
+            for index in 1...3 {
+                statuses.append(try await ChildProcess.curlStatus(url, from: Self.stranger, headers: [("X-Forwarded-For", "192.0.2.\(index)")]))
+            }
+            #expect(statuses == [303, 303, 429])
+            // the trusted proxy's clients are still served, each in its own bucket
+            #expect(try await ChildProcess.curlStatus(url, from: Self.proxy, headers: [("X-Forwarded-For", "192.0.2.1")]) == 303)
+        }
+    }
+
+    @Test("behind the trusted proxy: per client address, per matched route, whatever the path spelling", arguments: [Backend.sqlite])
+    func perClientPerRoute(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { _, browser in
+            let base = "http://127.0.0.1:\(try #require(browser.port))"
+            func get(_ path: String, client: String) async throws -> Int? {
+                try await ChildProcess.curlStatus(base + path, from: Self.proxy, headers: [("X-Forwarded-For", client)])
+            }
+            // three spellings of one route share one budget
+            #expect(try await get("/auth/apple", client: "198.51.100.1") == 303)
+            #expect(try await get("/auth/apple/", client: "198.51.100.1") == 303)
+            #expect(try await get("//auth/apple", client: "198.51.100.1") == 429)
+            #expect(try await get("/auth/apple", client: "198.51.100.1") == 429)
+            // a client-forged left part does not buy a new bucket: the proxy appended the real address
+            #expect(try await get("/auth/apple", client: "203.0.113.77, 198.51.100.1") == 429)
+            // another client, and the same client on another limited route, are not affected
+            #expect(try await get("/auth/apple", client: "198.51.100.2") == 303)
+            #expect(try await ChildProcess.curlStatus(base + "/auth/apple/callback", from: Self.proxy,
+                                                      headers: [("X-Forwarded-For", "198.51.100.1"), ("Content-Type", "application/x-www-form-urlencoded")],
+                                                      method: "POST") == 400)
+            // IPv6: one /64 is one client
+            #expect(try await get("/auth/apple", client: "2001:db8:1:2::1") == 303)
+            #expect(try await get("/auth/apple", client: "2001:db8:1:2::ffff") == 303)
+            #expect(try await get("/auth/apple", client: "2001:db8:1:2:abcd::9") == 429)
+            #expect(try await get("/auth/apple", client: "2001:db8:1:3::1") == 303)
+        }
+    }
+
+    @Test("sign-ins in progress are capped per client: one client cannot use up the table for everyone", arguments: Backend.all)
+    func perClientCap(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "3", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { app, browser in
+            let url = "http://127.0.0.1:\(try #require(browser.port))/auth/apple"
+            let before = try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
+            var statuses: [Int?] = []
+            for _ in 1...4 { statuses.append(try await ChildProcess.curlStatus(url, from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.50")])) }
+            #expect(statuses == [303, 303, 303, 429])
+            #expect(try await ChildProcess.curlStatus(url, from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.51")]) == 303)
+            let after = try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
+            #expect(after - before == 4)
+        }
+    }
+}
+
+@Suite("Sign-in start hardening")
+struct SignInStartTests {
+    @Test("only a top-level navigation creates a pending authorization (Sec-Fetch-Mode)", arguments: Backend.all)
+    func onlyNavigations(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let now = { Int64(Date().timeIntervalSince1970) }
+            for mode in ["no-cors", "cors", "same-origin", "websocket"] {
+                let response = try await browser.get("/auth/apple", headers: [.secFetchMode: mode])
+                #expect(response.status == .forbidden && response.page == "error")
+            }
+            #expect(try await app.database.countPendingAuthorizations(now: now()) == 0)
+            #expect(try await browser.get("/auth/apple", headers: [.secFetchMode: "navigate"]).status == .seeOther)
+            #expect(try await browser.get("/auth/apple").status == .seeOther)   // older browsers send none
+            #expect(try await app.database.countPendingAuthorizations(now: now()) == 2)
+        }
+    }
+
+    @Test("the native nonce counts against the same per-client cap", arguments: [Backend.sqlite])
+    func nativeNonceCapped(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "2"]) { _, browser in
+            #expect(try await browser.get("/auth/apple").status == .seeOther)
+            #expect(try await browser.send("/auth/apple/native/nonce", method: .post, body: nil).status == .ok)
+            let refused = try await browser.send("/auth/apple/native/nonce", method: .post, body: nil)
+            #expect(refused.status == .tooManyRequests)
+        }
+    }
+}
