@@ -53,6 +53,14 @@ struct ConfigurationTests {
         ("PROFILE_FALLBACK", "guess"),
         ("PUBLIC_URL", "not a url"),
         ("APPLE_CLIENT_SECRET_LIFETIME", "99999999"),
+        ("TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
+        ("TRUSTED_PROXIES", "10.0.0.0/33"),
+        ("SESSION_COOKIE_DOMAIN", "evil.com"),
+        ("SESSION_COOKIE_DOMAIN", "com"),
+        ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "0"),
+        ("METRICS_PORT", "8080"),
+        ("METRICS_TOKEN", "short"),
+        ("SIWA_DEMO", "maybe"),
     ])
     func badSetting(name: String, value: String) throws {
         var values = productionSettings
@@ -104,5 +112,45 @@ struct ConfigurationTests {
         let text = configuration.summary.map { "\($0.0) \($0.1)" }.joined(separator: "\n")
         #expect(!text.contains(values["TOKEN_ENCRYPTION_KEY"]!))
         #expect(!text.contains("PRIVATE KEY"))
+    }
+
+    @Test("demo mode starts only on a loopback HOST, unless forced (SPEC §9)")
+    func demoOnlyOnLoopback() throws {
+        let directory = NSTemporaryDirectory() + "siwa-demo-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for host in ["127.0.0.1", "localhost", "::1", "127.0.0.2"] {
+            #expect(try SIWAConfiguration.load(from: ["DATA_DIR": directory, "HOST": host]).isDemo, "\(host)")
+        }
+        for host in ["0.0.0.0", "::", "192.0.2.10", "app.example.com"] {
+            let error = try #require(failure(["DATA_DIR": directory, "HOST": host]))
+            #expect(error.setting == "APPLE_TEAM_ID" && error.description.contains("--demo") && !error.description.contains("\n"))
+        }
+        #expect(try SIWAConfiguration.load(from: ["DATA_DIR": directory, "HOST": "0.0.0.0", "SIWA_DEMO": "1"]).isDemo)
+    }
+
+    @Test("outside demo mode an APPLE_BASE_URL that is not Apple's is a warning")
+    func baseURLWarning() throws {
+        #expect(try SIWAConfiguration.load(from: productionSettings).warnings.isEmpty)
+        var values = productionSettings
+        values["APPLE_BASE_URL"] = "https://apple-emulator.staging.example.com"
+        let warnings = try SIWAConfiguration.load(from: values).warnings
+        #expect(warnings.count == 1 && warnings[0].contains("APPLE_BASE_URL") && warnings[0].contains("apple-emulator.staging.example.com"))
+    }
+
+    @Test("proxy settings: defaults and parsed values")
+    func proxySettings() throws {
+        let defaults = try SIWAConfiguration.load(from: productionSettings)
+        #expect(defaults.trustedProxies.description == "127.0.0.0/8,::1/128")
+        #expect(defaults.sessionCookieDomain == nil && defaults.metricsPort == nil && defaults.metricsToken == nil)
+        #expect(defaults.maximumPendingAuthorizationsPerClient == 100)
+        var values = productionSettings
+        values["PUBLIC_URL"] = "https://login.example.com"
+        values["TRUSTED_PROXIES"] = "10.0.0.0/8, 2001:db8::/32"
+        values["SESSION_COOKIE_DOMAIN"] = ".Example.com"
+        let configured = try SIWAConfiguration.load(from: values)
+        #expect(configured.trustedProxies.description == "10.0.0.0/8,2001:db8::/32")
+        #expect(configured.sessionCookieDomain == "example.com")
+        values["TRUSTED_PROXIES"] = ""
+        #expect(try SIWAConfiguration.load(from: values).trustedProxies.networks.isEmpty == false)   // empty = unset = default
     }
 }
