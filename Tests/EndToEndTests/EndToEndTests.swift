@@ -171,7 +171,10 @@ struct EndToEndTests {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location) { e2e in
             let bundleID = try #require(e2e.configuration.nativeClientIDs.first)
-            let rawNonce = SecureRandom.token()
+            // the app asks siwa for a nonce first (SPEC §7), and Apple gets its SHA-256
+            let issued = try await e2e.http.execute(HTTPClientRequest(method: .POST, url: e2e.appURL + "/auth/apple/native/nonce"))
+            #expect(issued.status == 200)
+            let rawNonce = try #require((try JSONSerialization.jsonObject(with: Data(issued.body)) as? [String: Any])?["nonce"] as? String)
             let fields = try await e2e.emulator.approve(ApprovalRequest(
                 clientID: bundleID, redirectURI: "", nonce: SHA256.hexDigest(Array(rawNonce.utf8)), personID: "p2"))
             let body: [String: Any] = [
@@ -187,6 +190,9 @@ struct EndToEndTests {
             let token = try #require(json["token"] as? String)
             let me = try await e2e.http.execute(HTTPClientRequest(url: e2e.appURL + "/api/me", headers: [HTTPHeader("Authorization", "Bearer \(token)")]))
             #expect(me.status == 200 && me.text.contains("Grace Hopper"))
+            // the same credential again: the nonce is spent
+            let replayed = try await e2e.http.execute(request)
+            #expect(replayed.status == 401)
         }
     }
 
