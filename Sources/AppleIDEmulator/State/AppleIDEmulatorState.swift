@@ -38,7 +38,7 @@ public actor AppleIDEmulatorState {
     }
 
     /// A person's standing authorization of one client (what "Stop using Apple ID" forgets).
-    struct Grant {
+    struct Grant: Equatable {
         var shareEmail: Bool
         var emailGranted: Bool
     }
@@ -94,10 +94,16 @@ public actor AppleIDEmulatorState {
     private var eventLog: [EmulatorEvent] = []
     private var nextEventID = 1
     private let httpClient: CurlHTTPClient
+    private let stateFile: StateFile?
+    /// When expired codes, access tokens and transfer ids were last dropped.
+    private var lastPrune = Date.distantPast
 
-    /// Starts an emulator state: generates the RSA signing keys and, when configured, the seed people.
+    /// Starts an emulator state: checks the configuration (`EmulatorConfiguration.validate`), generates
+    /// the RSA signing keys, registers the seed and configured people, and reads the state file.
     public init(configuration: EmulatorConfiguration) throws {
+        try configuration.validate()
         self.configuration = configuration
+        self.stateFile = configuration.stateFile.map(StateFile.init(path:))
         var httpConfiguration = CurlHTTPClient.Configuration()
         httpConfiguration.defaultTimeout = configuration.notificationTimeout
         self.httpClient = CurlHTTPClient(configuration: httpConfiguration)
@@ -114,6 +120,41 @@ public actor AppleIDEmulatorState {
                 nextPersonNumber += 1
             }
         }
+        for person in configuration.people {
+            if let index = people.firstIndex(where: { $0.id == person.id }) { people[index] = person } else { people.append(person) }
+        }
+        nextPersonNumber = max(nextPersonNumber, Self.nextNumber(after: people))
+        // The stored state: stored people join the configured ones (a configured person keeps the
+        // configuration's name and email), then consents, relay addresses and refresh tokens of
+        // people and clients that still exist. (Inline: a synchronous actor initialiser cannot call
+        // the actor's methods.)
+        if let stored = try stateFile?.read() {
+            for person in stored.people where !people.contains(where: { $0.id == person.id }) {
+                people.append(person)
+            }
+            nextPersonNumber = max(nextPersonNumber, stored.nextPersonNumber, Self.nextNumber(after: people))
+            let personIDs = Set(people.map(\.id))
+            for grant in stored.grants where personIDs.contains(grant.personID) && configuration.client(grant.clientID) != nil {
+                grants[Self.grantKey(grant.personID, grant.clientID)] = Grant(shareEmail: grant.shareEmail, emailGranted: grant.emailGranted)
+            }
+            for relay in stored.relayAddresses {
+                relayAddresses["\(relay.personID)\n\(relay.teamID)"] = relay.address
+            }
+            for token in stored.refreshTokens where personIDs.contains(token.personID) && configuration.client(token.clientID) != nil {
+                refreshTokens[token.token] = RefreshTokenRecord(clientID: token.clientID, personID: token.personID, nonce: nil)
+            }
+            eventLog.append(EmulatorEvent(
+                id: nextEventID, time: Date(), kind: .admin, clientID: nil, personID: nil,
+                summary: "read state file \(configuration.stateFile ?? "")",
+                outcome: "\(stored.people.count) people, \(stored.grants.count) consents, \(stored.refreshTokens.count) refresh tokens",
+                status: nil))
+            nextEventID += 1
+        }
+    }
+
+    /// The first free `pN` after the `pN` ids already taken.
+    private static func nextNumber(after people: [TestPerson]) -> Int {
+        (people.compactMap { $0.id.hasPrefix("p") ? Int($0.id.dropFirst()) : nil }.max() ?? 0) + 1
     }
 
     /// Stops the notification client. Call once the emulator is no longer used.
@@ -141,6 +182,7 @@ public actor AppleIDEmulatorState {
         nextPersonNumber += 1
         people.append(person)
         log(.admin, personID: person.id, summary: "created person \(givenName) \(familyName)", outcome: "ok")
+        persist()
         return person
     }
 
@@ -184,6 +226,7 @@ public actor AppleIDEmulatorState {
         let local = SecureRandom.bytes(count: 10).map { String(letters[Int($0) % letters.count]) }.joined()
         let address = "\(local)@privaterelay.appleid.com"
         relayAddresses[key] = address
+        persist()
         return address
     }
 
@@ -284,7 +327,9 @@ public actor AppleIDEmulatorState {
         var grant = grants[grantKey] ?? Grant(shareEmail: shareEmail, emailGranted: false)
         // Like Apple, the share/hide choice is made once; later authorizations reuse it.
         grant.emailGranted = grant.emailGranted || authorization.scopes.contains("email")
+        let grantChanged = grants[grantKey].map { $0.shareEmail != grant.shareEmail || $0.emailGranted != grant.emailGranted } ?? true
         grants[grantKey] = grant
+        pruneIfDue()
 
         let code = "c" + Self.randomHex(16)
             + ".0." + String(SecureRandom.token(byteCount: 12).filter { $0.isLetter || $0.isNumber }.prefix(8)).lowercased()
@@ -321,6 +366,7 @@ public actor AppleIDEmulatorState {
             summary: "authorize \(authorization.responseType) → \(authorization.redirectURI.isEmpty ? "(native)" : authorization.redirectURI)",
             outcome: isFirst ? "approved (first time: user sent, email \(grant.shareEmail ? "shared" : "hidden"))" : "approved"
         )
+        if grantChanged { persist() }
         return (AuthorizationResponseFields(code: code, idToken: nil, state: authorization.state, user: user), idToken)
     }
 
@@ -395,9 +441,17 @@ public actor AppleIDEmulatorState {
         guard let claims = try? jws.decodePayload(as: ClientSecretClaims.self) else {
             throw .invalidClient("client_secret claims are not JSON")
         }
+        // The claims Apple lists under "Creating the client secret" (Sign in with Apple REST API,
+        // "Generate and validate tokens"): `iss` the team id, `sub` the client id, `aud`
+        // "https://appleid.apple.com", `iat`, and `exp` "not greater than 15777000 (6 months in
+        // seconds) from the Current UNIX Time on the server". Apple answers every failure here with
+        // `invalid_client` (ErrorResponse: "invalid client secret (expired token, malformed claims,
+        // or invalid signature)").
         let nowSeconds = now.timeIntervalSince1970
         guard claims.iss == client.teamID else { throw .invalidClient("client_secret iss must be the team id") }
         guard claims.sub == clientID else { throw .invalidClient("client_secret sub must be the client_id") }
+        // JWT allows `aud` as an array; whether Apple accepts an array holding its URL is not
+        // documented, so the emulator accepts it (README).
         guard claims.aud.contains(EmulatorConfiguration.issuer) else {
             throw .invalidClient("client_secret aud must be \(EmulatorConfiguration.issuer)")
         }
@@ -406,7 +460,10 @@ public actor AppleIDEmulatorState {
             throw .invalidClient("client_secret iat is in the future")
         }
         guard exp - iat <= Self.maximumClientSecretLifetime else {
-            throw .invalidClient("client_secret lifetime exceeds 6 months")
+            throw .invalidClient("client_secret exp is more than 15777000 s (6 months) after iat")
+        }
+        guard exp <= nowSeconds + Self.maximumClientSecretLifetime else {
+            throw .invalidClient("client_secret exp is more than 15777000 s (6 months) from now")
         }
         return client
     }
@@ -453,19 +510,27 @@ public actor AppleIDEmulatorState {
 
     private func exchangeCode(_ form: [String: String], client: EmulatorClient) throws(AppleOAuthError) -> (TokenResponse, String, UnsignedToken) {
         guard let code = form["code"], !code.isEmpty else { throw .invalidRequest("code is missing") }
-        guard var issued = codes[code] else { throw .invalidGrant("unknown code") }
-        guard !issued.used else { throw .invalidGrant("code has already been used") }
-        // A code is burned by any attempt to redeem it, as with Apple.
+        // Apple's descriptions, as observed ("The code has expired or has been revoked.", "The code has
+        // already been used."; Apple developer forums thread 726004 and TN3107).
+        guard var issued = codes[code] else { throw .invalidGrant("The code has expired or has been revoked.") }
+        guard !issued.used else { throw .invalidGrant("The code has already been used.") }
+        // A code is single use (Apple, "Generate and validate tokens": "The code is single-use only and
+        // valid for five minutes"): burned by any attempt to redeem it, successful or not.
         issued.used = true
         codes[code] = issued
         guard issued.clientID == client.clientID else { throw .invalidGrant("code was issued to another client") }
-        guard now.timeIntervalSince(issued.issuedAt) <= Self.codeLifetime else { throw .invalidGrant("code has expired") }
+        guard now.timeIntervalSince(issued.issuedAt) <= Self.codeLifetime else {
+            throw .invalidGrant("The code has expired or has been revoked.")
+        }
+        // Apple: "include the redirect_uri parameter only if the application provided a redirect_uri in
+        // the initial authorization request" — and then it must be the same.
         guard (form["redirect_uri"] ?? "") == issued.redirectURI else { throw .invalidGrant("redirect_uri does not match") }
         guard let person = person(issued.personID), let grant = grants[Self.grantKey(issued.personID, client.clientID)] else {
             throw .invalidGrant("the authorization was revoked")
         }
         let refreshToken = "r" + Self.randomHex(16) + ".0." + Self.randomHex(4)
         refreshTokens[refreshToken] = RefreshTokenRecord(clientID: client.clientID, personID: person.id, nonce: issued.nonce)
+        persist()
         let accessToken = issueAccessToken(client: client, personID: person.id, refreshToken: refreshToken, scope: nil)
         let idToken = makeIDToken(person: person, client: client, grant: grant, nonce: issued.nonce, code: nil, accessToken: accessToken)
         return (TokenResponse(
@@ -496,6 +561,7 @@ public actor AppleIDEmulatorState {
     }
 
     private func issueAccessToken(client: EmulatorClient, personID: String?, refreshToken: String?, scope: String?) -> String {
+        pruneIfDue()
         let token = "a" + Self.randomHex(16) + ".0." + Self.randomHex(4)
         accessTokens[token] = AccessTokenRecord(
             clientID: client.clientID, personID: personID, refreshToken: refreshToken, scope: scope,
@@ -547,6 +613,7 @@ public actor AppleIDEmulatorState {
             // Revoking the refresh token ends the person's authorization of the app, as with Apple,
             // so the next sign-in is a first one again (and carries `user`).
             grants[Self.grantKey(record.personID, client.clientID)] = nil
+            persist()
         } else if var access = accessTokens[token], access.clientID == client.clientID {
             if !access.revoked { outcome = "ok (access token revoked)" }
             access.revoked = true
@@ -573,6 +640,7 @@ public actor AppleIDEmulatorState {
             accessTokens[key] = record
         }
         log(.admin, clientID: clientID, personID: personID, summary: "stop using Apple ID", outcome: "authorization forgotten")
+        persist()
         guard client.notificationURL != nil else { return nil }
         return try await sendNotification(type: .consentRevoked, personID: personID, clientID: clientID)
     }
@@ -622,9 +690,37 @@ public actor AppleIDEmulatorState {
     // MARK: Notifications
 
     /// Signs and POSTs a server-to-server notification to the client's notification URL (via libcurl),
-    /// recording the receiver's answer in the event log.
+    /// recording the receiver's answer in the event log. The claims are decided on the actor; the
+    /// signature and the POST happen off it, so a slow receiver never holds up sign-ins.
     @discardableResult
-    public func sendNotification(type: NotificationType, personID: String, clientID: String) async throws -> NotificationDelivery {
+    public nonisolated func sendNotification(type: NotificationType, personID: String, clientID: String) async throws -> NotificationDelivery {
+        let (url, claims, key) = try await prepareNotification(type: type, personID: personID, clientID: clientID)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let payload = try CompactJWS.signRS256(payload: claims, key: key.key, kid: key.kid)
+        let body = String(decoding: try encoder.encode(["payload": payload]), as: UTF8.self)
+        var delivery = NotificationDelivery(jti: claims.jti, status: nil, error: nil, payload: body)
+        do {
+            let request = HTTPClientRequest(
+                method: .POST, url: url, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(body.utf8)
+            )
+            let response = try await httpClient.execute(request)
+            delivery.status = response.status
+        } catch {
+            delivery.error = String(describing: error)
+        }
+        await log(
+            .notification, clientID: clientID, personID: personID, summary: "\(type.rawValue) → \(url)",
+            outcome: delivery.status.map { "receiver answered \($0)" } ?? "delivery failed: \(delivery.error ?? "")",
+            status: delivery.status
+        )
+        return delivery
+    }
+
+    /// The notification's URL, claims and signing key, decided on the actor.
+    private func prepareNotification(
+        type: NotificationType, personID: String, clientID: String
+    ) throws -> (String, EmulatorNotificationClaims, SigningKey) {
         guard let client = configuration.client(clientID) else { throw EmulatorError.unknownClient(clientID) }
         guard let url = client.notificationURL else { throw EmulatorError.noNotificationURL(clientID: clientID) }
         guard let person = person(personID) else { throw EmulatorError.unknownPerson(personID) }
@@ -640,30 +736,13 @@ public actor AppleIDEmulatorState {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let jti = Self.randomHex(16)
         let claims = EmulatorNotificationClaims(
-            iss: EmulatorConfiguration.issuer, aud: client.clientID, iat: Int(now.timeIntervalSince1970), jti: jti,
+            iss: EmulatorConfiguration.issuer, aud: client.clientID, iat: Int(now.timeIntervalSince1970),
+            jti: Self.randomHex(16),
             // Apple sends `events` as a JSON string inside the JWT, not as an object.
             events: String(decoding: try encoder.encode(event), as: UTF8.self)
         )
-        let payload = try sign(claims)
-        let body = String(decoding: try encoder.encode(["payload": payload]), as: UTF8.self)
-        var delivery = NotificationDelivery(jti: jti, status: nil, error: nil, payload: body)
-        do {
-            let request = HTTPClientRequest(
-                method: .POST, url: url, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(body.utf8)
-            )
-            let response = try await httpClient.execute(request)
-            delivery.status = response.status
-        } catch {
-            delivery.error = String(describing: error)
-        }
-        log(
-            .notification, clientID: clientID, personID: personID, summary: "\(type.rawValue) → \(url)",
-            outcome: delivery.status.map { "receiver answered \($0)" } ?? "delivery failed: \(delivery.error ?? "")",
-            status: delivery.status
-        )
-        return delivery
+        return (url, claims, keys[0])
     }
 
     // MARK: Faults
@@ -723,4 +802,48 @@ public actor AppleIDEmulatorState {
     func recordKeysServed() {
         log(.keys, summary: "GET /auth/keys", outcome: "\(keys.count) keys", status: 200)
     }
+
+    // MARK: State file and pruning
+
+    /// Writes people, consents, relay addresses and live refresh tokens to the state file, if any.
+    /// Synchronous on the actor: the file is small and only staging setups use one.
+    private func persist() {
+        guard let stateFile else { return }
+        let snapshot = PersistedState(
+            nextPersonNumber: nextPersonNumber,
+            people: people,
+            grants: grants.map { key, grant in
+                let parts = key.split(separator: "\n", maxSplits: 1).map(String.init)
+                return PersistedState.Grant(personID: parts[0], clientID: parts.count > 1 ? parts[1] : "",
+                                            shareEmail: grant.shareEmail, emailGranted: grant.emailGranted)
+            }.sorted { ($0.personID, $0.clientID) < ($1.personID, $1.clientID) },
+            relayAddresses: relayAddresses.map { key, address in
+                let parts = key.split(separator: "\n", maxSplits: 1).map(String.init)
+                return PersistedState.RelayAddress(personID: parts[0], teamID: parts.count > 1 ? parts[1] : "", address: address)
+            }.sorted { ($0.personID, $0.teamID) < ($1.personID, $1.teamID) },
+            refreshTokens: refreshTokens.filter { !$0.value.revoked }.map {
+                PersistedState.RefreshToken(token: $0.key, clientID: $0.value.clientID, personID: $0.value.personID)
+            }.sorted { $0.token < $1.token }
+        )
+        do {
+            try stateFile.write(snapshot)
+        } catch {
+            log(.admin, summary: "write state file \(stateFile.path)", outcome: "failed: \(error)", status: 500)
+        }
+    }
+
+    /// Drops codes past their five minutes, expired access tokens and transfer ids, at most once a
+    /// minute (the tables used to grow for as long as the emulator ran). An expired code that is gone
+    /// still answers `invalid_grant`, as Apple does.
+    private func pruneIfDue() {
+        let current = now
+        guard current.timeIntervalSince(lastPrune) >= 60 else { return }
+        lastPrune = current
+        codes = codes.filter { current.timeIntervalSince($0.value.issuedAt) <= Self.codeLifetime }
+        accessTokens = accessTokens.filter { $0.value.expiresAt > current }
+        transfers = transfers.filter { $0.value.expiresAt > current }
+    }
+
+    /// How many codes and access tokens the emulator holds (expired ones are dropped once a minute).
+    public var heldCodesAndAccessTokens: (codes: Int, accessTokens: Int) { (codes.count, accessTokens.count) }
 }
