@@ -29,6 +29,17 @@ def users(request):
     ]})
 
 
+def social_sign_in(request):
+    """social-auth-app-django starts a sign-in only on a CSRF-protected POST to /login/apple-id/."""
+    from django.middleware.csrf import get_token
+    from django.utils.html import escape
+
+    return HttpResponse(
+        '<body data-page="signin"><form method="post" action="/login/apple-id/">'
+        f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(get_token(request))}">'
+        '<button type="submit">Sign in with Apple</button></form></body>')
+
+
 def login_error(request):
     return HttpResponse("<body data-page=\"login-error\">social-auth: login failed</body>", status=200)
 
@@ -47,4 +58,5 @@ urlpatterns = [
     path("users", users),
     path("signout", sign_out),
     path("login-error", login_error),
+    path("signin/social", social_sign_in),
 ]
