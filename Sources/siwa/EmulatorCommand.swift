@@ -10,49 +10,101 @@ import SIWAWeb
 struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulator",
-        abstract: "Runs the Apple ID emulator alone, e.g. for a staging deployment (APPLE_BASE_URL points at it)."
+        abstract: "Runs the Apple ID emulator alone, e.g. for a staging deployment (APPLE_BASE_URL points at it).",
+        discussion: """
+            One team: --team-id, --key-id, --public-key, --client-id/--native-client-id and --redirect-uri.
+            Several teams, Services IDs, app bundle ids and test people: --config emulator.json
+            (deploy/emulator.json is an example). --state-file keeps people, consents and refresh
+            tokens across restarts. Beyond loopback, the admin API needs --admin-token.
+            """
     )
 
     @Option(help: "Address to listen on") var host = "127.0.0.1"
     @Option(help: "Port to listen on") var port = 8081
+    @Option(help: "JSON file with teams, clients and test people (instead of the one-team flags)") var config: String?
+    @Option(help: "JSON file where people, consents and refresh tokens are kept across restarts") var stateFile: String?
+    @Option(help: ArgumentHelp(
+        "Bearer token every admin route requires; required when --host is not loopback (or EMULATOR_ADMIN_TOKEN)",
+        valueName: "token")) var adminToken: String?
+    @Flag(help: "Accept http, IP-address and localhost redirect URIs, which Apple refuses (loopback test setups only)")
+    var allowInsecureRedirectUris = false
     @Option(help: "The Services ID (repeatable)") var clientId: [String] = []
     @Option(help: "App bundle ids accepted for native sign-in (repeatable)") var nativeClientId: [String] = []
-    @Option(help: "The operator's team id") var teamId: String
-    @Option(help: "The .p8 key's id") var keyId: String
+    @Option(help: "The operator's team id") var teamId: String?
+    @Option(help: "The .p8 key's id") var keyId: String?
     @Option(help: "Registered redirect URI (repeatable)") var redirectUri: [String] = []
-    @Option(help: "PEM file with the operator's P-256 public key (or the .p8 itself)") var publicKey: String
+    @Option(help: "PEM file with the operator's P-256 public key (or the .p8 itself)") var publicKey: String?
     @Option(help: "Where to send server-to-server notifications") var notificationUrl: String?
     @Option(help: "Log level") var logLevel: String?
 
     func validate() throws {
+        let oneTeamFlags = teamId != nil || keyId != nil || publicKey != nil || !clientId.isEmpty || !nativeClientId.isEmpty
+            || !redirectUri.isEmpty || notificationUrl != nil
+        if config != nil {
+            if oneTeamFlags { throw ValidationError("--config replaces the one-team flags (--team-id, --client-id, …): give one or the other") }
+            return
+        }
+        if teamId == nil || keyId == nil || publicKey == nil {
+            throw ValidationError("--team-id, --key-id and --public-key are required (or --config emulator.json)")
+        }
         if clientId.isEmpty && nativeClientId.isEmpty { throw ValidationError("--client-id or --native-client-id is required") }
         if !clientId.isEmpty && redirectUri.isEmpty { throw ValidationError("--redirect-uri is required with --client-id") }
     }
 
     func run() async throws {
-        let key = try loadPublicKey(publicKey)
+        let token = adminToken ?? ProcessInfo.processInfo.environment["EMULATOR_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        if let problem = EmulatorConfiguration.adminTokenProblem(host: host, token: token) {
+            printError(problem)
+            throw ExitCode(1)
+        }
+        let templates = ResourceLocator.directory("templates") + "/emulator"
+        var configuration: EmulatorConfiguration
+        do throws(EmulatorConfigurationError) {
+            if let config {
+                configuration = try EmulatorConfigurationFile.load(
+                    path: config, templatesDirectory: templates, allowInsecureRedirectURIs: allowInsecureRedirectUris)
+            } else {
+                configuration = try oneTeamConfiguration(templatesDirectory: templates)
+            }
+            configuration.adminToken = token
+            configuration.stateFile = stateFile
+            try configuration.validate()
+        } catch {
+            printError(error.description)
+            throw ExitCode(1)
+        }
+        let logger = makeLogger(level: logLevel)
+        let state: AppleIDEmulatorState
+        do { state = try AppleIDEmulatorState(configuration: configuration) } catch let error as EmulatorConfigurationError {
+            printError(error.description)
+            throw ExitCode(1)
+        }
+        let app = try await buildEmulatorApplication(configuration: configuration, state: state, host: host, port: port, logger: logger)
+        print("Apple ID emulator listening on http://\(host):\(port) (event log: /emulator)")
+        let teams = Set(configuration.clients.map(\.teamID))
+        print("  \(configuration.clients.count) client(s) of \(teams.count) team(s): "
+              + configuration.clients.map(\.clientID).joined(separator: ", "))
+        if let stateFile { print("  state file: \(stateFile)") }
+        if token != nil { print("  admin API: Bearer token required") }
+        try await ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
+        await state.shutdown()
+    }
+
+    private func oneTeamConfiguration(templatesDirectory: String) throws(EmulatorConfigurationError) -> EmulatorConfiguration {
+        guard let teamId, let keyId, let publicKey else { throw EmulatorConfigurationError("--team-id, --key-id and --public-key are required") }
+        guard let pem = try? String(contentsOfFile: publicKey, encoding: .utf8) else {
+            throw EmulatorConfigurationError("--public-key: cannot read \(publicKey)")
+        }
+        guard let key = EmulatorConfigurationFile.publicKey(pem: pem) else {
+            throw EmulatorConfigurationError("--public-key: \(publicKey) holds neither a P-256 public key nor a .p8 private key")
+        }
         var clients = clientId.map {
             EmulatorClient(clientID: $0, teamID: teamId, keyID: keyId, publicKey: key, redirectURIs: redirectUri, notificationURL: notificationUrl)
         }
         clients += nativeClientId.map {
             EmulatorClient(clientID: $0, teamID: teamId, keyID: keyId, publicKey: key, redirectURIs: [], notificationURL: notificationUrl)
         }
-        let configuration = EmulatorConfiguration(clients: clients, templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
-        let state = try AppleIDEmulatorState(configuration: configuration)
-        let logger = makeLogger(level: logLevel)
-        let app = try await buildEmulatorApplication(configuration: configuration, state: state, host: host, port: port, logger: logger)
-        print("Apple ID emulator listening on http://\(host):\(port) (event log: /emulator)")
-        try await ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
-    }
-
-    private func loadPublicKey(_ path: String) throws -> P256PublicKey {
-        guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
-            printError("--public-key: cannot read \(path)")
-            throw ExitCode(1)
-        }
-        if let key = try? P256PublicKey(pem: pem) { return key }
-        if let key = try? P256PrivateKey(pkcs8PEM: pem) { return key.publicKey }
-        printError("--public-key: \(path) holds neither a P-256 public key nor a .p8 private key")
-        throw ExitCode(1)
+        return EmulatorConfiguration(
+            clients: clients, templatesDirectory: templatesDirectory, allowInsecureRedirectURIs: allowInsecureRedirectUris)
     }
 }

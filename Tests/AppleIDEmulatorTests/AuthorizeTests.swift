@@ -26,13 +26,22 @@ struct AuthorizeTests {
 
     @Test("invalid requests get Apple's error page", arguments: [
         (AuthorizeTests.authorizeURI(clientID: "com.unknown"), "invalid_client"),
-        (AuthorizeTests.authorizeURI(redirectURI: "https://evil.example.com/cb"), "Invalid redirect_uri"),
+        (AuthorizeTests.authorizeURI(redirectURI: "https://evil.example.com/cb"), "Invalid web redirect url."),
+        (AuthorizeTests.authorizeURI(redirectURI: EmulatorFixture.redirectURI + "/"), "Invalid web redirect url."),
+        (AuthorizeTests.authorizeURI(redirectURI: "https://other.example.net/cb"), "Invalid web redirect url."),
         (AuthorizeTests.authorizeURI(responseType: "token"), "unsupported_response_type"),
+        (AuthorizeTests.authorizeURI(responseType: "id_token"), "unsupported_response_type"),
+        (AuthorizeTests.authorizeURI(responseType: ""), "unsupported_response_type"),
+        (AuthorizeTests.authorizeURI(responseType: "code id_token", responseMode: "query", scope: nil), "Invalid response mode"),
+        (AuthorizeTests.authorizeURI(responseMode: "web_message"), "Invalid response mode"),
+        (AuthorizeTests.authorizeURI(responseMode: "query", scope: "name"), "response_mode must be form_post when name or email scope is requested"),
+        (AuthorizeTests.authorizeURI(responseMode: "fragment", scope: "email"), "response_mode must be form_post when name or email scope is requested"),
         (AuthorizeTests.authorizeURI(responseMode: "query"), "response_mode must be form_post when name or email scope is requested"),
         (AuthorizeTests.authorizeURI(responseMode: "fragment"), "response_mode must be form_post when name or email scope is requested"),
         (AuthorizeTests.authorizeURI(responseMode: nil), "response_mode must be form_post"),
         (AuthorizeTests.authorizeURI(scope: "openid profile"), "invalid_scope"),
         (AuthorizeTests.authorizeURI(clientID: EmulatorFixture.nativeClientID), "invalid_client"),
+        (AuthorizeTests.authorizeURI(clientID: ""), "invalid_client"),
     ])
     func validationErrors(uri: String, expected: String) async throws {
         // setup

@@ -114,7 +114,7 @@ struct IdentityTokenTests {
                 "client_id": EmulatorFixture.webClientID, "redirect_uri": "https://elsewhere.example/cb", "person_id": "p1",
             ])
             #expect(badRedirect.status == .badRequest)
-            #expect(try badRedirect.json()["error_description"] as? String == "Invalid redirect_uri")
+            #expect(try badRedirect.json()["error_description"] as? String == "Invalid web redirect url.")
             let unknownPerson = try await client.postJSON("/emulator/admin/approve", [
                 "client_id": EmulatorFixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p99",
             ])

@@ -36,7 +36,8 @@ struct TransferWorld: Sendable {
         var configuration = EmulatorConfiguration.forSite(
             teamID: recipient.teamID, keyID: recipient.keyID, publicKey: recipient.privateKey.publicKey,
             webClientID: recipient.clientID, redirectURI: recipient.redirectURI, nativeClientIDs: [],
-            notificationURL: nil, templatesDirectory: ResourceLocator.directory("templates") + "/emulator")
+            notificationURL: nil, templatesDirectory: ResourceLocator.directory("templates") + "/emulator",
+            allowInsecureRedirectURIs: true)
         configuration.clients.append(EmulatorClient(
             clientID: senderClientID, teamID: senderTeamID, keyID: senderKeyID, publicKey: senderKey.publicKey,
             redirectURIs: ["https://sender.example.com/auth/apple/callback"]))

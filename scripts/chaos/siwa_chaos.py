@@ -155,7 +155,9 @@ class Stack:
         self.emulator = subprocess.Popen(
             [self.binary, "emulator", "--port", str(self.emulator_port), "--client-id", CLIENT_ID,
              "--team-id", TEAM_ID, "--key-id", KEY_ID, "--redirect-uri", self.redirect_uri,
-             "--public-key", self.key_path, "--log-level", "warning"],
+             "--public-key", self.key_path, "--log-level", "warning",
+             # the app runs on https://localhost, a redirect URI Apple (and the emulator) refuse
+             "--allow-insecure-redirect-uris"],
             cwd=ROOT, stdout=log, stderr=log)
         self.wait_until(lambda: self.ping(self.emulator_port, "/emulator/admin/faults"), "emulator up")
 

@@ -11,13 +11,17 @@ struct DashboardController: Sendable {
             await page()
         }
         // "Stop using Apple ID" for a person and a client, as a plain form (no script needed).
-        router.post("/emulator/stop-using") { request, context -> Response in
-            let form = try await request.formFields(context: context)
-            if let personID = form["person_id"], let clientID = form["client_id"] {
-                _ = try? await state.stopUsing(personID: personID, clientID: clientID)
+        // With an admin token, this form (which a browser cannot send a Bearer header with) is an
+        // admin route like the others: the dashboard then hides it.
+        router.group("/emulator/stop-using")
+            .add(middleware: AdminTokenMiddleware<BasicRequestContext>(token: state.configuration.adminToken))
+            .post { request, context -> Response in
+                let form = try await request.formFields(context: context)
+                if let personID = form["person_id"], let clientID = form["client_id"] {
+                    _ = try? await state.stopUsing(personID: personID, clientID: clientID)
+                }
+                return EmulatorResponse.redirect(to: "/emulator")
             }
-            return EmulatorResponse.redirect(to: "/emulator")
-        }
     }
 
     func page() async -> Response {
@@ -73,6 +77,9 @@ struct DashboardController: Sendable {
             "keys": keys,
             "faults": faults,
             "hasFaults": !faults.isEmpty,
+            "allowInsecureRedirectURIs": state.configuration.allowInsecureRedirectURIs,
+            "adminTokenRequired": state.configuration.adminToken != nil,
+            "stopUsingForm": state.configuration.adminToken == nil,
         ]
         return EmulatorResponse.html(templates.render("dashboard", context))
     }

@@ -30,6 +30,10 @@ public func buildEmulatorApplication(
     logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
+    if configuration.allowInsecureRedirectURIs {
+        logger.notice(
+            "insecure redirect URIs allowed (--allow-insecure-redirect-uris): http, IP-address and localhost redirect URIs are accepted, which Apple refuses; for loopback test setups only")
+    }
     let app = Application(
         router: try buildEmulatorRouter(state: state, templatesDirectory: configuration.templatesDirectory),
         configuration: .init(address: .hostname(host, port: port), serverName: "AppleIDEmulator"),

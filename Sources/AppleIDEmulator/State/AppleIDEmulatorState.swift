@@ -2,117 +2,62 @@ import CurlHTTP
 import Foundation
 import JOSE
 
-/// Shared mutable state of the emulator (people, codes, tokens, keys, faults, event log).
+/// Shared mutable state of the emulator, as one thin actor over small value types: the clock
+/// (`EmulatorClock`), people (`PeopleDirectory`), consents and relay addresses (`ConsentRecords`),
+/// codes and tokens (`TokenLedger`), signing keys (`SigningKeyRing`), faults (`FaultBoard`) and the
+/// event log (`EventLog`). Apple's rules live in those types and in `ValidatedAuthorization` and
+/// `ClientSecretVerifier`; the actor decides one request at a time and leaves the slow parts (RSA
+/// signatures, notification POSTs) to its callers, off the actor.
 ///
-/// All of Apple's protocol rules live here so that the HTTP layer only parses and renders;
-/// the same methods back the consent sheet, the admin API and the in-process test helpers.
+/// The same methods back the consent sheet, the admin API and the in-process test helpers.
 public actor AppleIDEmulatorState {
     /// The configuration the emulator was started with.
     public nonisolated let configuration: EmulatorConfiguration
 
-    static let codeLifetime: TimeInterval = 300
-    static let accessTokenLifetime = 3600
     static let idTokenLifetime = 600
-    static let transferSubLifetime: TimeInterval = 60 * 24 * 3600
-    /// Apple's ceiling for a client secret's lifetime (six months).
-    static let maximumClientSecretLifetime: Double = 15_777_000
-    /// Clock skew tolerated on a client secret's `iat`.
-    static let clientSecretLeeway: Double = 60
-    static let maximumEvents = 1000
-
-    struct SigningKey: Sendable {
-        let kid: String
-        let key: RSAPrivateKey
-    }
 
     /// An id_token whose claims were decided on the actor but which is not signed yet. The RSA
     /// signature (about 0.3 ms) is made by the caller, off the actor, so that concurrent sign-ins
     /// sign on every core instead of one after another.
     struct UnsignedToken: Sendable {
         let claims: EmulatorIdentityTokenClaims
-        let key: SigningKey
+        let key: SigningKeyRing.SigningKey
 
         func sign() throws -> String {
             try CompactJWS.signRS256(payload: claims, key: key.key, kid: key.kid)
         }
     }
 
-    /// A person's standing authorization of one client (what "Stop using Apple ID" forgets).
-    struct Grant {
-        var shareEmail: Bool
-        var emailGranted: Bool
-    }
-
-    struct IssuedCode {
-        let clientID: String
-        let redirectURI: String
-        let personID: String
-        let nonce: String?
-        let issuedAt: Date
-        var used = false
-    }
-
-    struct RefreshTokenRecord {
-        let clientID: String
-        let personID: String
-        let nonce: String?
-        var revoked = false
-    }
-
-    struct AccessTokenRecord {
-        let clientID: String
-        let personID: String?
-        let refreshToken: String?
-        let scope: String?
-        let expiresAt: Date
-        var revoked = false
-    }
-
-    struct TransferRecord {
-        let personID: String
-        let targetTeamID: String
-        let expiresAt: Date
-    }
-
-    struct ActiveFault {
-        var fault: EmulatorFault
-    }
-
-    private var keys: [SigningKey] = []
-    private var people: [TestPerson] = []
-    private var nextPersonNumber = 1
-    private var grants: [String: Grant] = [:]
-    private var relayAddresses: [String: String] = [:]
-    private var codes: [String: IssuedCode] = [:]
-    private var refreshTokens: [String: RefreshTokenRecord] = [:]
-    private var accessTokens: [String: AccessTokenRecord] = [:]
-    private var transfers: [String: TransferRecord] = [:]
-    private var faults: [EmulatorEndpoint: ActiveFault] = [:]
-    /// Bumped by `clearFaults` so that hanging requests know to answer.
-    private var faultGeneration = 0
-    private var clockOffset: TimeInterval = 0
-    private var eventLog: [EmulatorEvent] = []
-    private var nextEventID = 1
+    private var clock = EmulatorClock()
+    private var people: PeopleDirectory
+    private var consents = ConsentRecords()
+    private var ledger = TokenLedger()
+    private var keyRing: SigningKeyRing
+    private var faultBoard = FaultBoard()
+    private var eventLog = EventLog()
     private let httpClient: CurlHTTPClient
+    private let stateFile: StateFile?
 
-    /// Starts an emulator state: generates the RSA signing keys and, when configured, the seed people.
+    /// Starts an emulator state: checks the configuration (`EmulatorConfiguration.validate`), generates
+    /// the RSA signing keys, registers the seed and configured people, and reads the state file.
     public init(configuration: EmulatorConfiguration) throws {
+        try configuration.validate()
         self.configuration = configuration
+        self.stateFile = configuration.stateFile.map(StateFile.init(path:))
         var httpConfiguration = CurlHTTPClient.Configuration()
         httpConfiguration.defaultTimeout = configuration.notificationTimeout
         self.httpClient = CurlHTTPClient(configuration: httpConfiguration)
-        for _ in 0..<max(1, configuration.initialKeyCount) {
-            keys.insert(SigningKey(kid: Self.makeKeyID(), key: try RSAPrivateKey.generate()), at: 0)
-        }
-        if configuration.seedPeople {
-            for (given, family, email) in [
-                ("Ada", "Lovelace", "ada@example.com"),
-                ("Grace", "Hopper", "grace@example.com"),
-                ("Alan", "Turing", "alan@example.com"),
-            ] {
-                people.append(TestPerson(id: "p\(nextPersonNumber)", givenName: given, familyName: family, email: email))
-                nextPersonNumber += 1
-            }
+        self.keyRing = try SigningKeyRing(count: configuration.initialKeyCount)
+        self.people = PeopleDirectory(seed: configuration.seedPeople, configured: configuration.people)
+        if let stored = try stateFile?.read() {
+            let (people, consents, ledger) = Self.restored(stored, people: people, configuration: configuration)
+            self.people = people
+            self.consents = consents
+            self.ledger = ledger
+            eventLog.append(
+                .admin, time: Date(), clientID: nil, personID: nil, summary: "read state file \(configuration.stateFile ?? "")",
+                outcome: "\(stored.people.count) people, \(stored.grants.count) consents, \(stored.refreshTokens.count) refresh tokens",
+                status: nil)
         }
     }
 
@@ -123,13 +68,11 @@ public actor AppleIDEmulatorState {
 
     // MARK: Clock
 
-    /// The emulator's notion of now: the wall clock plus whatever tests advanced it by.
-    var now: Date { Date().addingTimeInterval(clockOffset) }
+    var now: Date { clock.now }
 
     /// Moves the emulator's clock forward (e.g. to expire codes in tests).
     public func advanceClock(by duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        clockOffset += Double(seconds) + Double(attoseconds) / 1e18
+        clock.advance(by: duration)
     }
 
     // MARK: People
@@ -137,89 +80,46 @@ public actor AppleIDEmulatorState {
     /// Creates a test person who then appears on the consent sheet.
     @discardableResult
     public func createPerson(givenName: String, familyName: String, email: String) -> TestPerson {
-        let person = TestPerson(id: "p\(nextPersonNumber)", givenName: givenName, familyName: familyName, email: email)
-        nextPersonNumber += 1
-        people.append(person)
+        let person = people.create(givenName: givenName, familyName: familyName, email: email)
         log(.admin, personID: person.id, summary: "created person \(givenName) \(familyName)", outcome: "ok")
+        persist()
         return person
     }
 
     /// Every test person, oldest first.
-    public var allPeople: [TestPerson] { people }
+    public var allPeople: [TestPerson] { people.all }
 
     /// The person with this id, if any.
     public func person(_ id: String) -> TestPerson? {
-        people.first { $0.id == id }
+        people.person(id)
     }
 
     /// The stable `sub` Apple would give this person for this client's team.
     public func sub(personID: String, clientID: String) throws -> String {
         guard let client = configuration.client(clientID) else { throw EmulatorError.unknownClient(clientID) }
-        guard let person = person(personID) else { throw EmulatorError.unknownPerson(personID) }
-        return Self.sub(for: person, teamID: client.teamID)
+        guard let person = people.person(personID) else { throw EmulatorError.unknownPerson(personID) }
+        return PeopleDirectory.sub(for: person, teamID: client.teamID)
     }
 
     /// Whether the person has not yet authorized this client (so the next authorization carries `user`).
     public func isFirstAuthorization(personID: String, clientID: String) -> Bool {
-        grants[Self.grantKey(personID, clientID)] == nil
-    }
-
-    /// `sub` format like Apple's: `000123.<32 hex>.0456`, derived from the team so that it is stable
-    /// per person per team (and across restarts for the seeded people).
-    static func sub(for person: TestPerson, teamID: String) -> String {
-        let digest = SHA256.hash(Array("\(teamID)|\(person.id)|\(person.email.lowercased())".utf8))
-        let hex = Hex.encode(digest[0..<16])
-        let prefix = (Int(digest[16]) << 16 | Int(digest[17]) << 8 | Int(digest[18])) % 1_000_000
-        let suffix = (Int(digest[19]) << 8 | Int(digest[20])) % 10_000
-        return zeroPadded(prefix, to: 6) + "." + hex + "." + zeroPadded(suffix, to: 4)
-    }
-
-    private static func grantKey(_ personID: String, _ clientID: String) -> String { "\(personID)\n\(clientID)" }
-
-    /// Apple's private relay address is stable per person per developer team.
-    private func relayAddress(personID: String, teamID: String) -> String {
-        let key = "\(personID)\n\(teamID)"
-        if let existing = relayAddresses[key] { return existing }
-        let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789")
-        let local = SecureRandom.bytes(count: 10).map { String(letters[Int($0) % letters.count]) }.joined()
-        let address = "\(local)@privaterelay.appleid.com"
-        relayAddresses[key] = address
-        return address
-    }
-
-    private func subIndex(_ sub: String, teamID: String) -> TestPerson? {
-        people.first { Self.sub(for: $0, teamID: teamID) == sub }
+        consents.grant(personID: personID, clientID: clientID) == nil
     }
 
     // MARK: Keys
 
     /// The public keys Apple publishes at `/auth/keys`, newest first.
-    public var jwks: JWKSet {
-        JWKSet(keys: keys.map { $0.key.publicKey.jwk(kid: $0.kid) })
-    }
+    public var jwks: JWKSet { keyRing.jwks }
 
     /// The `kid` tokens are currently signed with.
-    public var currentKeyID: String { keys[0].kid }
+    public var currentKeyID: String { keyRing.current.kid }
 
     /// Adds a new signing key, signs with it from now on and keeps listing the older ones for a while.
     @discardableResult
     public func rotateKeys() throws -> String {
-        let key = SigningKey(kid: Self.makeKeyID(), key: try RSAPrivateKey.generate())
-        keys.insert(key, at: 0)
-        if keys.count > max(2, configuration.maximumPublishedKeys) {
-            keys.removeLast(keys.count - max(2, configuration.maximumPublishedKeys))
-        }
-        log(.keys, summary: "rotated signing keys", outcome: "now signing with \(key.kid)")
-        return key.kid
-    }
-
-    private static func makeKeyID() -> String {
-        let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        return SecureRandom.bytes(count: 8).map { String(letters[Int($0) % letters.count]) }.joined()
-    }
-
-    private func sign(_ claims: some Encodable) throws -> String {
-        try CompactJWS.signRS256(payload: claims, key: keys[0].key, kid: keys[0].kid)
+        let kid = try keyRing.rotate(maximumPublished: configuration.maximumPublishedKeys)
+        log(.keys, summary: "rotated signing keys", outcome: "now signing with \(kid)")
+        return kid
     }
 
     /// Left half of SHA-256, base64url: OpenID Connect's `c_hash` / `at_hash`.
@@ -269,7 +169,7 @@ public actor AppleIDEmulatorState {
         return signed
     }
 
-    /// `authorize` on the actor: the code, the grant and the id_token's claims, unsigned.
+    /// `authorize` on the actor: the code, the consent and the id_token's claims, unsigned.
     private func decideAuthorization(
         _ authorization: ValidatedAuthorization,
         personID: String,
@@ -277,31 +177,24 @@ public actor AppleIDEmulatorState {
         givenName: String?,
         familyName: String?
     ) throws -> (AuthorizationResponseFields, UnsignedToken?) {
-        guard let person = person(personID) else { throw EmulatorError.unknownPerson(personID) }
+        guard let person = people.person(personID) else { throw EmulatorError.unknownPerson(personID) }
         let client = authorization.client
-        let grantKey = Self.grantKey(personID, client.clientID)
-        let isFirst = grants[grantKey] == nil
-        var grant = grants[grantKey] ?? Grant(shareEmail: shareEmail, emailGranted: false)
-        // Like Apple, the share/hide choice is made once; later authorizations reuse it.
-        grant.emailGranted = grant.emailGranted || authorization.scopes.contains("email")
-        grants[grantKey] = grant
-
-        let code = "c" + Self.randomHex(16)
-            + ".0." + String(SecureRandom.token(byteCount: 12).filter { $0.isLetter || $0.isNumber }.prefix(8)).lowercased()
-        codes[code] = IssuedCode(
+        let consent = consents.consent(
+            personID: personID, clientID: client.clientID, shareEmail: shareEmail,
+            emailScope: authorization.scopes.contains("email"))
+        var changed = consent.changed
+        let code = ledger.issueCode(
             clientID: client.clientID, redirectURI: authorization.redirectURI, personID: personID,
-            nonce: authorization.nonce, issuedAt: now
-        )
+            nonce: authorization.nonce, now: now)
 
         var idToken: UnsignedToken?
         if authorization.includesIDToken {
-            idToken = makeIDToken(
-                person: person, client: client, grant: grant, nonce: authorization.nonce, code: code, accessToken: nil
-            )
+            idToken = makeIDToken(person: person, client: client, grant: consent.grant, nonce: authorization.nonce, code: code,
+                                  accessToken: nil, changed: &changed)
         }
 
         var user: String?
-        if isFirst && !authorization.scopes.isEmpty {
+        if consent.isFirst && !authorization.scopes.isEmpty {
             var payload = UserPayload()
             if authorization.scopes.contains("name") {
                 payload.name = .init(
@@ -310,7 +203,9 @@ public actor AppleIDEmulatorState {
                 )
             }
             if authorization.scopes.contains("email") {
-                payload.email = email(of: person, teamID: client.teamID, grant: grant).address
+                let email = consents.email(of: person, teamID: client.teamID, grant: consent.grant)
+                changed = changed || email.created
+                payload.email = email.address
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -319,8 +214,10 @@ public actor AppleIDEmulatorState {
         log(
             .authorization, clientID: client.clientID, personID: personID,
             summary: "authorize \(authorization.responseType) → \(authorization.redirectURI.isEmpty ? "(native)" : authorization.redirectURI)",
-            outcome: isFirst ? "approved (first time: user sent, email \(grant.shareEmail ? "shared" : "hidden"))" : "approved"
+            outcome: consent.isFirst
+                ? "approved (first time: user sent, email \(consent.grant.shareEmail ? "shared" : "hidden"))" : "approved"
         )
+        if changed { persist() }
         return (AuthorizationResponseFields(code: code, idToken: nil, state: authorization.state, user: user), idToken)
     }
 
@@ -339,14 +236,10 @@ public actor AppleIDEmulatorState {
         value.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    private func email(of person: TestPerson, teamID: String, grant: Grant) -> (address: String, isPrivate: Bool) {
-        grant.shareEmail
-            ? (person.email, false)
-            : (relayAddress(personID: person.id, teamID: teamID), true)
-    }
-
+    /// The id_token's claims in Apple's shapes; `changed` turns true when a relay address was made.
     private func makeIDToken(
-        person: TestPerson, client: EmulatorClient, grant: Grant, nonce: String?, code: String?, accessToken: String?
+        person: TestPerson, client: EmulatorClient, grant: ConsentRecords.Grant, nonce: String?, code: String?,
+        accessToken: String?, changed: inout Bool
     ) -> UnsignedToken {
         let issuedAt = Int(now.timeIntervalSince1970)
         var claims = EmulatorIdentityTokenClaims(
@@ -354,7 +247,7 @@ public actor AppleIDEmulatorState {
             aud: client.clientID,
             exp: issuedAt + Self.idTokenLifetime,
             iat: issuedAt,
-            sub: Self.sub(for: person, teamID: client.teamID),
+            sub: PeopleDirectory.sub(for: person, teamID: client.teamID),
             nonce: nonce,
             c_hash: code.map(Self.halfHash),
             at_hash: accessToken.map(Self.halfHash),
@@ -363,52 +256,21 @@ public actor AppleIDEmulatorState {
             real_user_status: 2
         )
         if grant.emailGranted {
-            let email = email(of: person, teamID: client.teamID, grant: grant)
+            let email = consents.email(of: person, teamID: client.teamID, grant: grant)
+            changed = changed || email.created
             claims.email = email.address
             claims.email_verified = "true"
             claims.is_private_email = email.isPrivate ? "true" : "false"
         }
-        // Like Apple during the 60 days after a transfer: the recipient team's tokens name the
-        // transfer identifier (the newest one, should the sender have asked more than once).
-        claims.transfer_sub = transfers
-            .filter { $0.value.personID == person.id && $0.value.targetTeamID == client.teamID && $0.value.expiresAt > now }
-            .max { $0.value.expiresAt < $1.value.expiresAt }?.key
-        return UnsignedToken(claims: claims, key: keys[0])
+        claims.transfer_sub = ledger.activeTransferSub(personID: person.id, teamID: client.teamID, now: now)
+        return UnsignedToken(claims: claims, key: keyRing.current)
     }
 
     // MARK: Client authentication
 
-    /// Verifies `client_id` + `client_secret` like Apple: ES256 by the registered key, `kid`, and claims.
+    /// Verifies `client_id` + `client_secret` like Apple (`ClientSecretVerifier`).
     func authenticateClient(_ form: [String: String]) throws(AppleOAuthError) -> EmulatorClient {
-        guard let clientID = form["client_id"], !clientID.isEmpty else {
-            throw .invalidClient("client_id is missing")
-        }
-        guard let client = configuration.client(clientID) else { throw .invalidClient("unknown client_id") }
-        guard let secret = form["client_secret"], !secret.isEmpty else {
-            throw .invalidClient("client_secret is missing")
-        }
-        let jws: CompactJWS
-        do { jws = try CompactJWS(compact: secret) } catch { throw .invalidClient("client_secret is not a JWS") }
-        guard jws.header.alg == "ES256" else { throw .invalidClient("client_secret must be signed ES256") }
-        guard jws.header.kid == client.keyID else { throw .invalidClient("client_secret kid does not match the key") }
-        guard jws.isValidES256(for: client.publicKey) else { throw .invalidClient("client_secret signature is invalid") }
-        guard let claims = try? jws.decodePayload(as: ClientSecretClaims.self) else {
-            throw .invalidClient("client_secret claims are not JSON")
-        }
-        let nowSeconds = now.timeIntervalSince1970
-        guard claims.iss == client.teamID else { throw .invalidClient("client_secret iss must be the team id") }
-        guard claims.sub == clientID else { throw .invalidClient("client_secret sub must be the client_id") }
-        guard claims.aud.contains(EmulatorConfiguration.issuer) else {
-            throw .invalidClient("client_secret aud must be \(EmulatorConfiguration.issuer)")
-        }
-        guard let exp = claims.exp, exp > nowSeconds else { throw .invalidClient("client_secret has expired") }
-        guard let iat = claims.iat, iat <= nowSeconds + Self.clientSecretLeeway else {
-            throw .invalidClient("client_secret iat is in the future")
-        }
-        guard exp - iat <= Self.maximumClientSecretLifetime else {
-            throw .invalidClient("client_secret lifetime exceeds 6 months")
-        }
-        return client
+        try ClientSecretVerifier.authenticate(form, configuration: configuration, now: now)
     }
 
     // MARK: Token endpoint
@@ -453,67 +315,47 @@ public actor AppleIDEmulatorState {
 
     private func exchangeCode(_ form: [String: String], client: EmulatorClient) throws(AppleOAuthError) -> (TokenResponse, String, UnsignedToken) {
         guard let code = form["code"], !code.isEmpty else { throw .invalidRequest("code is missing") }
-        guard var issued = codes[code] else { throw .invalidGrant("unknown code") }
-        guard !issued.used else { throw .invalidGrant("code has already been used") }
-        // A code is burned by any attempt to redeem it, as with Apple.
-        issued.used = true
-        codes[code] = issued
-        guard issued.clientID == client.clientID else { throw .invalidGrant("code was issued to another client") }
-        guard now.timeIntervalSince(issued.issuedAt) <= Self.codeLifetime else { throw .invalidGrant("code has expired") }
-        guard (form["redirect_uri"] ?? "") == issued.redirectURI else { throw .invalidGrant("redirect_uri does not match") }
-        guard let person = person(issued.personID), let grant = grants[Self.grantKey(issued.personID, client.clientID)] else {
+        let issued = try ledger.redeem(code: code, clientID: client.clientID, redirectURI: form["redirect_uri"] ?? "", now: now)
+        guard let person = people.person(issued.personID),
+              let grant = consents.grant(personID: issued.personID, clientID: client.clientID)
+        else {
             throw .invalidGrant("the authorization was revoked")
         }
-        let refreshToken = "r" + Self.randomHex(16) + ".0." + Self.randomHex(4)
-        refreshTokens[refreshToken] = RefreshTokenRecord(clientID: client.clientID, personID: person.id, nonce: issued.nonce)
-        let accessToken = issueAccessToken(client: client, personID: person.id, refreshToken: refreshToken, scope: nil)
-        let idToken = makeIDToken(person: person, client: client, grant: grant, nonce: issued.nonce, code: nil, accessToken: accessToken)
+        let refreshToken = ledger.issueRefreshToken(clientID: client.clientID, personID: person.id)
+        let accessToken = ledger.issueAccessToken(clientID: client.clientID, personID: person.id, refreshToken: refreshToken, scope: nil, now: now)
+        var changed = true
+        let idToken = makeIDToken(person: person, client: client, grant: grant, nonce: issued.nonce, code: nil,
+                                  accessToken: accessToken, changed: &changed)
+        persist()
         return (TokenResponse(
-            access_token: accessToken, token_type: "Bearer", expires_in: Self.accessTokenLifetime,
+            access_token: accessToken, token_type: "Bearer", expires_in: TokenLedger.accessTokenLifetime,
             refresh_token: refreshToken, id_token: nil
         ), person.id, idToken)
     }
 
     private func refresh(_ form: [String: String], client: EmulatorClient) throws(AppleOAuthError) -> (TokenResponse, String, UnsignedToken) {
         guard let token = form["refresh_token"], !token.isEmpty else { throw .invalidRequest("refresh_token is missing") }
-        guard let record = refreshTokens[token], !record.revoked else { throw .invalidGrant("refresh_token is invalid or revoked") }
-        guard record.clientID == client.clientID else { throw .invalidGrant("refresh_token was issued to another client") }
-        guard let person = person(record.personID), let grant = grants[Self.grantKey(record.personID, client.clientID)] else {
+        let record = try ledger.refreshToken(token, clientID: client.clientID)
+        guard let person = people.person(record.personID),
+              let grant = consents.grant(personID: record.personID, clientID: client.clientID)
+        else {
             throw .invalidGrant("the authorization was revoked")
         }
-        let accessToken = issueAccessToken(client: client, personID: person.id, refreshToken: token, scope: nil)
-        let idToken = makeIDToken(person: person, client: client, grant: grant, nonce: nil, code: nil, accessToken: accessToken)
+        let accessToken = ledger.issueAccessToken(clientID: client.clientID, personID: person.id, refreshToken: token, scope: nil, now: now)
+        var changed = false
+        let idToken = makeIDToken(person: person, client: client, grant: grant, nonce: nil, code: nil,
+                                  accessToken: accessToken, changed: &changed)
+        if changed { persist() }
         return (TokenResponse(
-            access_token: accessToken, token_type: "Bearer", expires_in: Self.accessTokenLifetime,
+            access_token: accessToken, token_type: "Bearer", expires_in: TokenLedger.accessTokenLifetime,
             refresh_token: nil, id_token: nil
         ), person.id, idToken)
     }
 
     private func clientCredentials(_ form: [String: String], client: EmulatorClient) throws(AppleOAuthError) -> TokenResponse {
         guard form["scope"] == "user.migration" else { throw AppleOAuthError("invalid_scope", "scope must be user.migration") }
-        let accessToken = issueAccessToken(client: client, personID: nil, refreshToken: nil, scope: "user.migration")
-        return TokenResponse(access_token: accessToken, token_type: "Bearer", expires_in: Self.accessTokenLifetime)
-    }
-
-    private func issueAccessToken(client: EmulatorClient, personID: String?, refreshToken: String?, scope: String?) -> String {
-        let token = "a" + Self.randomHex(16) + ".0." + Self.randomHex(4)
-        accessTokens[token] = AccessTokenRecord(
-            clientID: client.clientID, personID: personID, refreshToken: refreshToken, scope: scope,
-            expiresAt: now.addingTimeInterval(TimeInterval(Self.accessTokenLifetime))
-        )
-        return token
-    }
-
-    // Hex.encode and zeroPadded, not String(format:): Foundation's formatting was 2.5 % of the CPU of
-    // `siwa loadtest` (a code, tokens and a sub per sign-in).
-    private static func randomHex(_ byteCount: Int) -> String {
-        Hex.encode(SecureRandom.bytes(count: byteCount))
-    }
-
-    /// `value` in decimal with leading zeros to `width` digits (`value` ≥ 0).
-    static func zeroPadded(_ value: Int, to width: Int) -> String {
-        let digits = String(value)
-        return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        let accessToken = ledger.issueAccessToken(clientID: client.clientID, personID: nil, refreshToken: nil, scope: "user.migration", now: now)
+        return TokenResponse(access_token: accessToken, token_type: "Bearer", expires_in: TokenLedger.accessTokenLifetime)
     }
 
     // MARK: Revocation
@@ -535,23 +377,19 @@ public actor AppleIDEmulatorState {
         }
         var outcome = "ok (unknown or already revoked token)"
         var personID: String?
-        if var record = refreshTokens[token], record.clientID == client.clientID {
-            if !record.revoked { outcome = "ok (refresh token revoked)" }
-            record.revoked = true
-            refreshTokens[token] = record
-            personID = record.personID
-            for (key, var access) in accessTokens where access.refreshToken == token {
-                access.revoked = true
-                accessTokens[key] = access
-            }
+        switch ledger.revoke(token, clientID: client.clientID) {
+        case .refreshToken(let person, let wasLive):
+            if wasLive { outcome = "ok (refresh token revoked)" }
+            personID = person
             // Revoking the refresh token ends the person's authorization of the app, as with Apple,
             // so the next sign-in is a first one again (and carries `user`).
-            grants[Self.grantKey(record.personID, client.clientID)] = nil
-        } else if var access = accessTokens[token], access.clientID == client.clientID {
-            if !access.revoked { outcome = "ok (access token revoked)" }
-            access.revoked = true
-            accessTokens[token] = access
-            personID = access.personID
+            consents.forget(personID: person, clientID: client.clientID)
+            persist()
+        case .accessToken(let person, let wasLive):
+            if wasLive { outcome = "ok (access token revoked)" }
+            personID = person
+        case .unknown:
+            break
         }
         log(.revoke, clientID: client.clientID, personID: personID, summary: "revoke (\(hint))", outcome: outcome, status: 200)
     }
@@ -562,17 +400,11 @@ public actor AppleIDEmulatorState {
     @discardableResult
     public func stopUsing(personID: String, clientID: String) async throws -> NotificationDelivery? {
         guard let client = configuration.client(clientID) else { throw EmulatorError.unknownClient(clientID) }
-        guard person(personID) != nil else { throw EmulatorError.unknownPerson(personID) }
-        grants[Self.grantKey(personID, clientID)] = nil
-        for (key, var record) in refreshTokens where record.personID == personID && record.clientID == clientID {
-            record.revoked = true
-            refreshTokens[key] = record
-        }
-        for (key, var record) in accessTokens where record.personID == personID && record.clientID == clientID {
-            record.revoked = true
-            accessTokens[key] = record
-        }
+        guard people.person(personID) != nil else { throw EmulatorError.unknownPerson(personID) }
+        consents.forget(personID: personID, clientID: clientID)
+        ledger.revokeAll(personID: personID, clientID: clientID)
         log(.admin, clientID: clientID, personID: personID, summary: "stop using Apple ID", outcome: "authorization forgotten")
+        persist()
         guard client.notificationURL != nil else { return nil }
         return try await sendNotification(type: .consentRevoked, personID: personID, clientID: clientID)
     }
@@ -583,28 +415,24 @@ public actor AppleIDEmulatorState {
     public func migrationInfo(form: [String: String], bearer: String?) throws(AppleOAuthError) -> [String: String] {
         do throws(AppleOAuthError) {
             let client = try authenticateClient(form)
-            guard let bearer, let access = accessTokens[bearer], !access.revoked,
-                  access.scope == "user.migration", access.clientID == client.clientID, access.expiresAt > now
-            else {
+            guard let bearer, ledger.hasMigrationToken(bearer, clientID: client.clientID, now: now) else {
                 throw AppleOAuthError("invalid_client", "a user.migration access token is required", status: 401)
             }
             var result: [String: String] = [:]
             if let sub = form["sub"], let target = form["target"] {
-                guard let person = subIndex(sub, teamID: client.teamID) else { throw AppleOAuthError.invalidRequest("unknown sub") }
-                let transferSub = "\(Self.zeroPadded(Int.random(in: 0..<1_000_000), to: 6)).\(Self.randomHex(16)).\(Self.randomHex(2))"
-                transfers[transferSub] = TransferRecord(
-                    personID: person.id, targetTeamID: target, expiresAt: now.addingTimeInterval(Self.transferSubLifetime)
-                )
-                result["transfer_sub"] = transferSub
+                guard let person = people.person(withSub: sub, teamID: client.teamID) else {
+                    throw AppleOAuthError.invalidRequest("unknown sub")
+                }
+                result["transfer_sub"] = ledger.issueTransfer(personID: person.id, targetTeamID: target, now: now)
             } else if let transferSub = form["transfer_sub"] {
-                guard let record = transfers[transferSub], record.expiresAt > now else {
+                guard let record = ledger.transfer(transferSub, now: now) else {
                     throw AppleOAuthError.invalidRequest("unknown or expired transfer_sub")
                 }
                 guard record.targetTeamID == client.teamID else {
                     throw AppleOAuthError.invalidRequest("transfer_sub was issued for another team")
                 }
-                guard let person = person(record.personID) else { throw AppleOAuthError.invalidRequest("unknown person") }
-                result["sub"] = Self.sub(for: person, teamID: client.teamID)
+                guard let person = people.person(record.personID) else { throw AppleOAuthError.invalidRequest("unknown person") }
+                result["sub"] = PeopleDirectory.sub(for: person, teamID: client.teamID)
                 result["email"] = person.email
                 result["is_private_email"] = "false"
             } else {
@@ -622,33 +450,16 @@ public actor AppleIDEmulatorState {
     // MARK: Notifications
 
     /// Signs and POSTs a server-to-server notification to the client's notification URL (via libcurl),
-    /// recording the receiver's answer in the event log.
+    /// recording the receiver's answer in the event log. The claims are decided on the actor; the
+    /// signature and the POST happen off it, so a slow receiver never holds up sign-ins.
     @discardableResult
-    public func sendNotification(type: NotificationType, personID: String, clientID: String) async throws -> NotificationDelivery {
-        guard let client = configuration.client(clientID) else { throw EmulatorError.unknownClient(clientID) }
-        guard let url = client.notificationURL else { throw EmulatorError.noNotificationURL(clientID: clientID) }
-        guard let person = person(personID) else { throw EmulatorError.unknownPerson(personID) }
-        let grant = grants[Self.grantKey(personID, clientID)] ?? Grant(shareEmail: true, emailGranted: true)
-        var event = EmulatorNotificationEvent(
-            type: type.rawValue, sub: Self.sub(for: person, teamID: client.teamID),
-            event_time: Int64((now.timeIntervalSince1970 * 1000).rounded())
-        )
-        if type == .emailDisabled || type == .emailEnabled {
-            let email = email(of: person, teamID: client.teamID, grant: grant)
-            event.email = email.address
-            event.is_private_email = email.isPrivate ? "true" : "false"
-        }
+    public nonisolated func sendNotification(type: NotificationType, personID: String, clientID: String) async throws -> NotificationDelivery {
+        let (url, claims, key) = try await prepareNotification(type: type, personID: personID, clientID: clientID)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let jti = Self.randomHex(16)
-        let claims = EmulatorNotificationClaims(
-            iss: EmulatorConfiguration.issuer, aud: client.clientID, iat: Int(now.timeIntervalSince1970), jti: jti,
-            // Apple sends `events` as a JSON string inside the JWT, not as an object.
-            events: String(decoding: try encoder.encode(event), as: UTF8.self)
-        )
-        let payload = try sign(claims)
+        let payload = try CompactJWS.signRS256(payload: claims, key: key.key, kid: key.kid)
         let body = String(decoding: try encoder.encode(["payload": payload]), as: UTF8.self)
-        var delivery = NotificationDelivery(jti: jti, status: nil, error: nil, payload: body)
+        var delivery = NotificationDelivery(jti: claims.jti, status: nil, error: nil, payload: body)
         do {
             let request = HTTPClientRequest(
                 method: .POST, url: url, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(body.utf8)
@@ -658,7 +469,7 @@ public actor AppleIDEmulatorState {
         } catch {
             delivery.error = String(describing: error)
         }
-        log(
+        await log(
             .notification, clientID: clientID, personID: personID, summary: "\(type.rawValue) → \(url)",
             outcome: delivery.status.map { "receiver answered \($0)" } ?? "delivery failed: \(delivery.error ?? "")",
             status: delivery.status
@@ -666,61 +477,134 @@ public actor AppleIDEmulatorState {
         return delivery
     }
 
+    /// The notification's URL, claims and signing key, decided on the actor.
+    private func prepareNotification(
+        type: NotificationType, personID: String, clientID: String
+    ) throws -> (String, EmulatorNotificationClaims, SigningKeyRing.SigningKey) {
+        guard let client = configuration.client(clientID) else { throw EmulatorError.unknownClient(clientID) }
+        guard let url = client.notificationURL else { throw EmulatorError.noNotificationURL(clientID: clientID) }
+        guard let person = people.person(personID) else { throw EmulatorError.unknownPerson(personID) }
+        let grant = consents.grant(personID: personID, clientID: clientID) ?? .init(shareEmail: true, emailGranted: true)
+        var event = EmulatorNotificationEvent(
+            type: type.rawValue, sub: PeopleDirectory.sub(for: person, teamID: client.teamID),
+            event_time: Int64((now.timeIntervalSince1970 * 1000).rounded())
+        )
+        if type == .emailDisabled || type == .emailEnabled {
+            let email = consents.email(of: person, teamID: client.teamID, grant: grant)
+            if email.created { persist() }
+            event.email = email.address
+            event.is_private_email = email.isPrivate ? "true" : "false"
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let claims = EmulatorNotificationClaims(
+            iss: EmulatorConfiguration.issuer, aud: client.clientID, iat: Int(now.timeIntervalSince1970),
+            jti: RandomIdentifiers.hex(16),
+            // Apple sends `events` as a JSON string inside the JWT, not as an object.
+            events: String(decoding: try encoder.encode(event), as: UTF8.self)
+        )
+        return (url, claims, keyRing.current)
+    }
+
     // MARK: Faults
 
     /// Injects a fault into an endpoint, replacing any fault already there.
     public func injectFault(_ fault: EmulatorFault, for endpoint: EmulatorEndpoint) {
-        faults[endpoint] = ActiveFault(fault: fault)
+        faultBoard.inject(fault, for: endpoint)
         log(.fault, summary: "inject \(fault.kind.rawValue) into \(endpoint.rawValue)",
             outcome: fault.count.map { "next \($0) request(s)" } ?? "until cleared")
     }
 
     /// Clears the faults of one endpoint, or of all when `endpoint` is nil; hanging requests then answer.
     public func clearFaults(endpoint: EmulatorEndpoint? = nil) {
-        if let endpoint { faults[endpoint] = nil } else { faults.removeAll() }
-        faultGeneration += 1
+        faultBoard.clear(endpoint)
         log(.fault, summary: "clear faults \(endpoint?.rawValue ?? "(all)")", outcome: "ok")
     }
 
     /// Faults now active, per endpoint.
-    public var activeFaults: [EmulatorEndpoint: EmulatorFault] { faults.mapValues(\.fault) }
+    public var activeFaults: [EmulatorEndpoint: EmulatorFault] { faultBoard.faults }
 
     /// Takes the fault for one request (counting it down), with the generation a hang waits on.
     func takeFault(for endpoint: EmulatorEndpoint) -> (fault: EmulatorFault, generation: Int)? {
-        guard var active = faults[endpoint] else { return nil }
-        if let count = active.fault.count {
-            if count <= 1 { faults[endpoint] = nil } else {
-                active.fault.count = count - 1
-                faults[endpoint] = active
-            }
-        }
-        log(.fault, summary: "\(endpoint.rawValue) request", outcome: "fault applied: \(active.fault.kind.rawValue)",
-            status: active.fault.kind == .status ? (active.fault.status ?? 500) : nil)
-        return (active.fault, faultGeneration)
+        guard let fault = faultBoard.take(for: endpoint) else { return nil }
+        log(.fault, summary: "\(endpoint.rawValue) request", outcome: "fault applied: \(fault.kind.rawValue)",
+            status: fault.kind == .status ? (fault.status ?? 500) : nil)
+        return (fault, faultBoard.generation)
     }
 
     /// Whether faults were cleared since `generation`.
-    func faultsCleared(since generation: Int) -> Bool { faultGeneration != generation }
+    func faultsCleared(since generation: Int) -> Bool { faultBoard.generation != generation }
 
     // MARK: Event log
 
     /// What the emulator has seen, oldest first (capped at the last 1000 entries).
-    public var events: [EmulatorEvent] { eventLog }
+    public var events: [EmulatorEvent] { eventLog.entries }
 
     func log(
         _ kind: EmulatorEvent.Kind, clientID: String? = nil, personID: String? = nil,
         summary: String, outcome: String, status: Int? = nil
     ) {
-        eventLog.append(EmulatorEvent(
-            id: nextEventID, time: now, kind: kind, clientID: clientID, personID: personID,
-            summary: summary, outcome: outcome, status: status
-        ))
-        nextEventID += 1
-        if eventLog.count > Self.maximumEvents { eventLog.removeFirst(eventLog.count - Self.maximumEvents) }
+        eventLog.append(kind, time: now, clientID: clientID, personID: personID, summary: summary, outcome: outcome, status: status)
     }
 
     /// Records that `/auth/keys` was served.
     func recordKeysServed() {
-        log(.keys, summary: "GET /auth/keys", outcome: "\(keys.count) keys", status: 200)
+        log(.keys, summary: "GET /auth/keys", outcome: "\(keyRing.keys.count) keys", status: 200)
+    }
+
+    /// How many codes and access tokens the emulator holds (expired ones are dropped once a minute).
+    public var heldCodesAndAccessTokens: (codes: Int, accessTokens: Int) { ledger.counts }
+
+    // MARK: State file
+
+    /// Writes people, consents, relay addresses and live refresh tokens to the state file, if any.
+    /// Synchronous on the actor: the file is small and only staging setups use one.
+    private func persist() {
+        guard let stateFile else { return }
+        do {
+            try stateFile.write(PersistedState(people: people, consents: consents, ledger: ledger))
+        } catch {
+            log(.admin, summary: "write state file \(stateFile.path)", outcome: "failed: \(error)", status: 500)
+        }
+    }
+
+    /// The stored state merged into the configured one: stored people join the configured ones, then
+    /// consents, relay addresses and refresh tokens of people and clients that still exist.
+    private static func restored(
+        _ stored: PersistedState, people configured: PeopleDirectory, configuration: EmulatorConfiguration
+    ) -> (PeopleDirectory, ConsentRecords, TokenLedger) {
+        var people = configured
+        people.adopt(stored.people, nextNumber: stored.nextPersonNumber)
+        var consents = ConsentRecords()
+        var ledger = TokenLedger()
+        for grant in stored.grants where people.person(grant.personID) != nil && configuration.client(grant.clientID) != nil {
+            consents.restore(.init(personID: grant.personID, clientID: grant.clientID),
+                             .init(shareEmail: grant.shareEmail, emailGranted: grant.emailGranted))
+        }
+        for relay in stored.relayAddresses {
+            consents.restoreRelay(.init(personID: relay.personID, teamID: relay.teamID), relay.address)
+        }
+        for token in stored.refreshTokens where people.person(token.personID) != nil && configuration.client(token.clientID) != nil {
+            ledger.restoreRefreshToken(token.token, clientID: token.clientID, personID: token.personID)
+        }
+        return (people, consents, ledger)
+    }
+}
+
+extension PersistedState {
+    init(people: PeopleDirectory, consents: ConsentRecords, ledger: TokenLedger) {
+        self.init(
+            nextPersonNumber: people.nextNumber,
+            people: people.all,
+            grants: consents.grants.map { key, grant in
+                Grant(personID: key.personID, clientID: key.clientID, shareEmail: grant.shareEmail, emailGranted: grant.emailGranted)
+            }.sorted { ($0.personID, $0.clientID) < ($1.personID, $1.clientID) },
+            relayAddresses: consents.relayAddresses.map { key, address in
+                RelayAddress(personID: key.personID, teamID: key.teamID, address: address)
+            }.sorted { ($0.personID, $0.teamID) < ($1.personID, $1.teamID) },
+            refreshTokens: ledger.refreshTokens.filter { !$0.value.revoked }.map {
+                RefreshToken(token: $0.key, clientID: $0.value.clientID, personID: $0.value.personID)
+            }.sorted { $0.token < $1.token }
+        )
     }
 }

@@ -9,6 +9,13 @@ public struct TestPerson: Sendable, Codable, Equatable {
     /// The person's real Apple ID email.
     public var email: String
 
+    public init(id: String, givenName: String, familyName: String, email: String) {
+        self.id = id
+        self.givenName = givenName
+        self.familyName = familyName
+        self.email = email
+    }
+
     enum CodingKeys: String, CodingKey {
         case id
         case givenName = "given_name"
