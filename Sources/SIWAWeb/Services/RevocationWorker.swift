@@ -58,7 +58,7 @@ struct RevocationWorker: Service {
     private func send(_ item: RevocationItem) async -> Bool {
         let database = dependencies.database
         do {
-            let token = try dependencies.cipher.open(item.token, context: refreshTokenContext)
+            let token = try dependencies.cipher.open(item.token, from: .revocation(id: item.id))
             try await dependencies.metrics.timeAppleCall("revoke") {
                 try await dependencies.apple.revoke(token: token, clientID: item.clientID, tokenTypeHint: item.tokenTypeHint)
             }
@@ -68,7 +68,7 @@ struct RevocationWorker: Service {
             return true
         } catch {
             let delay = Self.backoff(attempts: item.attempts)
-            let description = String(describing: error)
+            let description = LogSafe.text(String(describing: error), limit: 500)
             dependencies.metrics.revocationAttempt("failed")
             logger.warning("revocation failed; will retry", metadata: [
                 "item": .string(item.id), "retryIn": .stringConvertible(delay), "error": .string(description),
