@@ -73,7 +73,10 @@ public func makeDependencies(configuration: SIWAConfiguration, logger: Logger) a
 
 /// Closes the database pools and the libcurl thread after every other service has stopped
 /// (services stop in reverse order, and this one is added first).
-struct ResourceCloser: Service {
+struct ResourceCloser: Service, CustomStringConvertible {
+    /// Just the name (see ``RevocationWorker/description``).
+    var description: String { "ResourceCloser" }
+
     let database: SIWADatabase
     let http: CurlHTTPClient
 

@@ -215,6 +215,9 @@ struct StoredTokenTests {
                 #expect(!line.contains("\n") && !line.contains("\r"), "a log event spans lines: \(line.prefix(200))")
                 #expect(line.utf8.count < 2_000, "a log event is \(line.utf8.count) bytes")
             }
+            // ServiceLifecycle logs each service whole when it starts: never the keys inside the dependencies
+            let keyBytes = app.dependencies.configuration.tokenEncryptionKey.bytes.map(String.init).joined(separator: ", ")
+            #expect(!all.contains { $0.contains(keyBytes) }, "TOKEN_ENCRYPTION_KEY's bytes are in the log")
             #expect(all.contains { $0.contains(#"user_cancelled_authorize\n2026"#) }, "the error field is logged, escaped")
             #expect(all.contains { $0.contains(#"kid "k\nforged kid line\r\nAAAA"#) }, "the kid is logged, escaped")
             #expect(all.contains { $0.contains(#"algorithm "none\nforged alg line"#) }, "the alg is logged, escaped")

@@ -77,7 +77,10 @@ struct TokenCipher: Sendable {
 
 /// CSRF tokens for state-changing forms: an HMAC of the session (or pending profile) hash under a
 /// key derived from TOKEN_ENCRYPTION_KEY. Nothing to store, and a token is useless for another session.
-struct CSRFTokens: Sendable {
+struct CSRFTokens: Sendable, CustomStringConvertible {
+    /// Never the key, whatever prints the value.
+    var description: String { "CSRFTokens(key redacted)" }
+
     private let key: [UInt8]
 
     init(secret: AESGCMKey) {

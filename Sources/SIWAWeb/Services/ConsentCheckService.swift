@@ -15,7 +15,10 @@ import SIWAStore
 /// Only `invalid_grant` is read as a revocation. Apple's 5xx, timeouts, refused connections and
 /// malformed answers mean "ask again later", and other Apple errors (`invalid_client`, …) point at
 /// our own configuration, so they stop the pass without touching anybody.
-public struct ConsentCheckService: Service {
+public struct ConsentCheckService: Service, CustomStringConvertible {
+    /// Just the name (see ``RevocationWorker/description``).
+    public var description: String { "ConsentCheckService" }
+
     /// The knobs, each with its default.
     public struct Configuration: Sendable {
         /// A person is checked again when their last check (or sign-in, which validates the token

@@ -6,7 +6,11 @@ import SIWAStore
 /// Sends queued revocations to Apple until Apple accepts (SPEC §5). The queue is the
 /// `revocation_outbox` table, written in the same transaction as the deletion, so work survives
 /// restarts; each item is leased, so several instances never send one twice at the same time.
-struct RevocationWorker: Service {
+struct RevocationWorker: Service, CustomStringConvertible {
+    /// Just the name: ServiceLifecycle logs each service as `"\(service)"` (debug level), which would otherwise
+    /// write out the whole dependencies value, keys included, on one 40 KiB line.
+    var description: String { "RevocationWorker" }
+
     let dependencies: SIWADependencies
     let logger: Logger
     /// Poll interval when nothing wakes the worker (other instances may enqueue too).
