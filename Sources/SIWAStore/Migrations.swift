@@ -122,7 +122,7 @@ let migrations: [Migration] = [
     // A person who signs in on the web and in the app holds one Apple refresh token per client id; keyed by
     // user alone, each sign-in overwrote the other's token, which was then never revoked. SQLite cannot change
     // a primary key in place, so the table is rebuilt (the same statements work on PostgreSQL).
-    // (Version 2 is the native-nonce table, written on another branch.)
+    // (Version 2 is the native nonces.)
     Migration(version: 3, name: "apple_tokens keyed by user and client id", statements: [
         """
         CREATE TABLE apple_tokens_by_client (

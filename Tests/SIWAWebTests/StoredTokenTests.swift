@@ -186,6 +186,33 @@ struct StoredTokenTests {
         }
     }
 
+    @Test("a token Apple refuses while the person's other token is good is dropped alone; the person stays signed in",
+          arguments: [Backend.sqlite])
+    func consentCheckDropsOnlyTheRefusedToken(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            // setup: the website's token is good at Apple, the app's is not (an app not grouped with the website)
+            try await app.signIn(browser, sub: "st.mixed")
+            let (account, webToken) = try await app.accountAndToken(sub: "st.mixed")
+            let webPlain = try app.dependencies.cipher.open(webToken.refreshToken, from: .account(userID: account.id, clientID: TestApp.clientID))
+            await app.apple.state.accept(refreshToken: webPlain)
+            let appSignIn = VerifiedSignIn(sub: "st.mixed", email: nil, emailVerified: false, isPrivateEmail: false,
+                                           clientID: TestApp.nativeClientID, refreshToken: "refresh-app-refused",
+                                           givenName: nil, familyName: nil)
+            _ = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger)
+
+            // MUT
+            var schedule = ConsentCheckService.Schedule()
+            let result = await app.consentCheck().runOnce(schedule: &schedule)
+
+            // validate
+            #expect(result.valid == 1 && result.revoked == 0 && result.deferred == 0)
+            #expect(await app.refreshRequests().count == 2)
+            #expect(try await app.database.appleTokens(userID: account.id).map(\.clientID) == [TestApp.clientID])
+            #expect(try await app.isSignedIn(browser))
+            #expect(try await app.database.user(id: account.id)?.consentCheckedAt != nil)
+        }
+    }
+
     // MARK: Log forging (issue 11, point 7)
 
     @Test("request data reaches the log escaped and cut: a callback error with a newline, a 9,000-character kid, a forged alg",
