@@ -4,7 +4,7 @@ internal import COpenSSL
 ///
 /// Sealed box layout: 12-byte random nonce || ciphertext || 16-byte tag. A fresh random
 /// nonce per seal keeps nonce reuse negligible for well under 2^32 messages per key.
-public struct AESGCMKey: Sendable, Equatable {
+public struct AESGCMKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     static let nonceCount = 12
     static let tagCount = 16
 
@@ -18,6 +18,11 @@ public struct AESGCMKey: Sendable, Equatable {
         }
         self.bytes = bytes
     }
+
+    /// Never the key bytes, whatever prints or reflects the value (a configuration or a service logged whole).
+    public var description: String { "AESGCMKey(redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 
     /// A new random key.
     public static func generate() -> AESGCMKey {

@@ -119,6 +119,29 @@ let migrations: [Migration] = [
         """,
         "CREATE INDEX pending_profiles_sub_idx ON pending_profiles (apple_sub)",
     ]),
+    // A person who signs in on the web and in the app holds one Apple refresh token per client id; keyed by
+    // user alone, each sign-in overwrote the other's token, which was then never revoked. SQLite cannot change
+    // a primary key in place, so the table is rebuilt (the same statements work on PostgreSQL).
+    // (Version 2 is the native nonces.)
+    Migration(version: 3, name: "apple_tokens keyed by user and client id", statements: [
+        """
+        CREATE TABLE apple_tokens_by_client (
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            client_id TEXT NOT NULL,
+            refresh_token TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            validated_at BIGINT NULL,
+            PRIMARY KEY (user_id, client_id)
+        )
+        """,
+        """
+        INSERT INTO apple_tokens_by_client (user_id, client_id, refresh_token, created_at, updated_at, validated_at)
+        SELECT user_id, client_id, refresh_token, created_at, updated_at, validated_at FROM apple_tokens
+        """,
+        "DROP TABLE apple_tokens",
+        "ALTER TABLE apple_tokens_by_client RENAME TO apple_tokens",
+    ]),
 ]
 
 extension SIWADatabase {
@@ -129,6 +152,9 @@ extension SIWADatabase {
     public func migrate() async throws {
         try await migrate(upTo: migrations)
     }
+
+    /// The real schema's migrations (tests start from an earlier version to check a later migration).
+    package static var schema: [Migration] { migrations }
 
     /// Applies `list` (the real schema is ``migrate()``; tests pass their own to check failure handling).
     package func migrate(upTo list: [Migration]) async throws {

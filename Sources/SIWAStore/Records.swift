@@ -115,7 +115,30 @@ public struct SessionRecord: Sendable, Equatable {
     }
 }
 
-/// Apple's refresh token for an account (encrypted by the caller).
+/// Where a sealed Apple refresh token is stored. The caller binds this place into the ciphertext (as AES-GCM
+/// associated data), so a ciphertext copied into another place does not open.
+public enum SealedTokenPlace: Sendable, Hashable {
+    /// An `apple_tokens` row: one per person and client id.
+    case account(userID: String, clientID: String)
+    /// A `pending_profiles` row (a verified sign-in waiting for a name; no account exists yet).
+    case pendingProfile(tokenHash: String)
+    /// A `revocation_outbox` item (the account is gone).
+    case revocation(id: String)
+}
+
+/// A stored ciphertext and where it is stored (the start-up re-seal reads and rewrites these).
+public struct SealedToken: Sendable, Equatable {
+    public var place: SealedTokenPlace
+    /// Ciphertext, as the caller wrote it.
+    public var ciphertext: String
+
+    public init(place: SealedTokenPlace, ciphertext: String) {
+        self.place = place
+        self.ciphertext = ciphertext
+    }
+}
+
+/// Apple's refresh token for an account and one client id (encrypted by the caller).
 public struct AppleTokenRecord: Sendable, Equatable {
     public var userID: String
     /// The `client_id` the token was issued to (Services ID or bundle id): revoke and refresh must use it.
@@ -177,8 +200,11 @@ public struct NewSignIn: Sendable {
     /// Team transfer: an existing account with this sub is migrated to `appleSub`.
     public var transferFromSub: String?
     public var clientID: String
-    /// Ciphertext, base64; nil leaves any stored token alone.
-    public var refreshToken: String?
+    /// Seals Apple's refresh token for the account it is stored under, given that account's id; nil leaves any
+    /// stored token alone. The store calls it inside the sign-in transaction, once the id is known (a new
+    /// account's, a concurrent first sign-in's, a transferred one's), so the caller can bind the id into the
+    /// ciphertext while the store itself never sees a plaintext token or a key. Throwing rolls the sign-in back.
+    public var sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?
     public var sessionTokenHash: String
     public var sessionKind: String
     public var sessionExpiresAt: Int64
@@ -187,7 +213,7 @@ public struct NewSignIn: Sendable {
     public init(
         appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
         givenName: String? = nil, familyName: String? = nil, transferFromSub: String? = nil,
-        clientID: String, refreshToken: String?,
+        clientID: String, sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?,
         sessionTokenHash: String, sessionKind: String, sessionExpiresAt: Int64, now: Int64
     ) {
         self.appleSub = appleSub
@@ -198,7 +224,7 @@ public struct NewSignIn: Sendable {
         self.familyName = familyName
         self.transferFromSub = transferFromSub
         self.clientID = clientID
-        self.refreshToken = refreshToken
+        self.sealRefreshToken = sealRefreshToken
         self.sessionTokenHash = sessionTokenHash
         self.sessionKind = sessionKind
         self.sessionExpiresAt = sessionExpiresAt

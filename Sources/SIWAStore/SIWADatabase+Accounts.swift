@@ -17,7 +17,8 @@ extension SIWADatabase {
 
     /// One transaction: finds the account by sub (or migrates it from `transferFromSub`), creates it when
     /// absent (name from `NewSignIn`; the caller guarantees a name for new accounts), fills a missing name,
-    /// updates the email flags and `last_sign_in_at`, upserts `apple_tokens` when `refreshToken != nil`, and
+    /// updates the email flags and `last_sign_in_at`, upserts the `apple_tokens` row of (account, `clientID`)
+    /// when `sealRefreshToken != nil` (sealed for the account's id; tokens of other client ids stay), and
     /// inserts the session. Returns the account and whether it was created. Never matches by email.
     public func completeSignIn(_ s: NewSignIn) async throws -> (UserAccount, Bool) {
         guard let result = try await completeSignIn(s, nameFromFallbackTable: false) else {
@@ -93,13 +94,16 @@ extension SIWADatabase {
                     WHERE id = \(bind: user.id)
                     """).run()
             }
-            if let token = s.refreshToken {
+            if let seal = s.sealRefreshToken {
+                // One token per client id: a web sign-in and an app sign-in each keep theirs (both are revoked at
+                // deletion). The same client's older token is replaced without a revoke: at Apple, revoking a
+                // token ends the person's authorization for that client, which would void the new token too.
+                let token = try seal(user.id)
                 try await sql.raw("""
                     INSERT INTO apple_tokens (user_id, client_id, refresh_token, created_at, updated_at, validated_at)
                     VALUES (\(bind: user.id), \(bind: s.clientID), \(bind: token), \(bind: s.now), \(bind: s.now), \(bind: s.now))
-                    ON CONFLICT (user_id) DO UPDATE SET client_id = excluded.client_id,
-                        refresh_token = excluded.refresh_token, updated_at = excluded.updated_at,
-                        validated_at = excluded.validated_at
+                    ON CONFLICT (user_id, client_id) DO UPDATE SET refresh_token = excluded.refresh_token,
+                        updated_at = excluded.updated_at, validated_at = excluded.validated_at
                     """).run()
             }
             try await Self.insertSession(sql, SessionRecord(
@@ -120,7 +124,7 @@ extension SIWADatabase {
         }
     }
 
-    /// Records that the person's Apple consent was checked (refresh token validated) at `now`.
+    /// Records that the person's Apple consent was checked (their refresh tokens validated) at `now`.
     public func markConsentChecked(userID: String, now: Int64) async throws {
         try await transaction { sql in
             try await sql.raw("UPDATE users SET consent_checked_at = \(bind: now) WHERE id = \(bind: userID)").run()
@@ -129,21 +133,34 @@ extension SIWADatabase {
     }
 
     /// Accounts with a stored Apple token whose consent was last checked before `before` (never-checked first),
-    /// with that token; at most `limit`.
-    public func usersDueForConsentCheck(before: Int64, limit: Int) async throws -> [(UserAccount, AppleTokenRecord)] {
+    /// each with all of its tokens (one per client id, in client id order); at most `limit` accounts.
+    public func usersDueForConsentCheck(before: Int64, limit: Int) async throws -> [(UserAccount, [AppleTokenRecord])] {
         let columns = Columns.list(Columns.user, table: "u", prefix: "u_") + ", "
             + Columns.list(Columns.appleToken, table: "t", prefix: "t_")
         let rows = try await withSQL { sql in
+            // The limit counts accounts, not tokens: a person's tokens are never split across two batches.
             try await sql.raw("""
-                SELECT \(unsafeRaw: columns) FROM users u JOIN apple_tokens t ON t.user_id = u.id
-                WHERE COALESCE(u.consent_checked_at, 0) < \(bind: before)
-                ORDER BY COALESCE(u.consent_checked_at, 0), u.id
-                LIMIT \(bind: max(0, limit))
+                SELECT \(unsafeRaw: columns) FROM (
+                    SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users
+                    WHERE COALESCE(consent_checked_at, 0) < \(bind: before)
+                      AND EXISTS (SELECT 1 FROM apple_tokens WHERE apple_tokens.user_id = users.id)
+                    ORDER BY COALESCE(consent_checked_at, 0), id
+                    LIMIT \(bind: max(0, limit))
+                ) u JOIN apple_tokens t ON t.user_id = u.id
+                ORDER BY COALESCE(u.consent_checked_at, 0), u.id, t.client_id
                 """).all().map { row in
                 Pair(user: try row.userAccount(prefix: "u_"), token: try row.appleToken(prefix: "t_"))
             }
         }
-        return rows.map { ($0.user, $0.token) }
+        var due: [(UserAccount, [AppleTokenRecord])] = []
+        for pair in rows {
+            if let last = due.last, last.0.id == pair.user.id {
+                due[due.count - 1].1.append(pair.token)
+            } else {
+                due.append((pair.user, [pair.token]))
+            }
+        }
+        return due
     }
 
     // MARK: - Helpers shared by the use cases

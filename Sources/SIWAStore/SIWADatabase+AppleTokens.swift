@@ -1,23 +1,26 @@
 import SQLKit
 
 extension SIWADatabase {
-    /// The stored Apple refresh token (ciphertext) of an account.
-    public func appleToken(userID: String) async throws -> AppleTokenRecord? {
+    /// The stored Apple refresh tokens (ciphertexts) of an account: one per client id, in client id order.
+    public func appleTokens(userID: String) async throws -> [AppleTokenRecord] {
         try await withSQL { sql in
             try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.list(Columns.appleToken)) FROM apple_tokens WHERE user_id = \(bind: userID)
-                """).first()?.appleToken()
+                ORDER BY client_id
+                """).all().map { try $0.appleToken() }
         }
     }
 
-    /// Forgets an account's Apple token.
-    public func deleteAppleToken(userID: String) async throws {
+    /// Forgets one of an account's Apple tokens (Apple no longer accepts it).
+    public func deleteAppleToken(userID: String, clientID: String) async throws {
         try await write { sql in
-            try await sql.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: userID)").run()
+            try await sql.raw("""
+                DELETE FROM apple_tokens WHERE user_id = \(bind: userID) AND client_id = \(bind: clientID)
+                """).run()
         }
     }
 
-    /// Apple's `consent-revoked`: one transaction deleting the person's sessions and Apple tokens.
+    /// Apple's `consent-revoked`: one transaction deleting the person's sessions and all their Apple tokens.
     /// Returns false when there is no such account.
     public func revokeConsent(sub: String) async throws -> Bool {
         try await transaction { sql in
@@ -25,6 +28,69 @@ extension SIWADatabase {
             try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: user.id)").run()
             try await sql.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: user.id)").run()
             return true
+        }
+    }
+
+    // MARK: - Re-sealing after an upgrade
+
+    /// Every stored token ciphertext whose text does not start with `prefix`: what an older version sealed
+    /// (`apple_tokens`, `pending_profiles`, and outbox items not yet sent). `prefix` must not contain `%` or `_`.
+    public func sealedTokens(notStartingWith prefix: String) async throws -> [SealedToken] {
+        let pattern = prefix + "%"
+        return try await withSQL { sql in
+            let accounts = try await sql.raw("""
+                SELECT user_id, client_id, refresh_token FROM apple_tokens WHERE refresh_token NOT LIKE \(bind: pattern)
+                """).all().map { row in
+                SealedToken(place: .account(userID: try row.decode(column: "user_id", as: String.self),
+                                            clientID: try row.decode(column: "client_id", as: String.self)),
+                            ciphertext: try row.decode(column: "refresh_token", as: String.self))
+            }
+            let profiles = try await sql.raw("""
+                SELECT token_hash, refresh_token FROM pending_profiles
+                WHERE refresh_token IS NOT NULL AND refresh_token NOT LIKE \(bind: pattern)
+                """).all().map { row in
+                SealedToken(place: .pendingProfile(tokenHash: try row.decode(column: "token_hash", as: String.self)),
+                            ciphertext: try row.decode(column: "refresh_token", as: String.self))
+            }
+            // A completed item's token is wiped to '' (``completeRevocation(id:now:)``): nothing to re-seal.
+            let outbox = try await sql.raw("""
+                SELECT id, token FROM revocation_outbox
+                WHERE completed_at IS NULL AND token <> '' AND token NOT LIKE \(bind: pattern)
+                """).all().map { row in
+                SealedToken(place: .revocation(id: try row.decode(column: "id", as: String.self)),
+                            ciphertext: try row.decode(column: "token", as: String.self))
+            }
+            return accounts + profiles + outbox
+        }
+    }
+
+    /// Replaces one stored ciphertext with `ciphertext`, only if it is still `token.ciphertext` (compare and
+    /// set: a newer token written meanwhile by a sign-in is never overwritten). Returns whether it replaced it.
+    public func replaceSealedToken(_ token: SealedToken, with ciphertext: String) async throws -> Bool {
+        try await write { sql in
+            let query: SQLQueryString
+            switch token.place {
+            case .account(let userID, let clientID):
+                query = """
+                    UPDATE apple_tokens SET refresh_token = \(bind: ciphertext)
+                    WHERE user_id = \(bind: userID) AND client_id = \(bind: clientID)
+                      AND refresh_token = \(bind: token.ciphertext)
+                    RETURNING user_id
+                    """
+            case .pendingProfile(let tokenHash):
+                query = """
+                    UPDATE pending_profiles SET refresh_token = \(bind: ciphertext)
+                    WHERE token_hash = \(bind: tokenHash) AND refresh_token = \(bind: token.ciphertext)
+                    RETURNING token_hash
+                    """
+            case .revocation(let id):
+                query = """
+                    UPDATE revocation_outbox SET token = \(bind: ciphertext)
+                    WHERE id = \(bind: id) AND completed_at IS NULL AND token = \(bind: token.ciphertext)
+                    RETURNING id
+                    """
+            }
+            return try await sql.raw(query).first() != nil
         }
     }
 }

@@ -1,39 +1,54 @@
 import SQLKit
 
+/// Turns one stored Apple token of an account being deleted into its revocation-outbox item (the caller
+/// re-seals the ciphertext for the outbox); nil skips that token. Called inside the deletion's transaction.
+public typealias RevocationForToken = @Sendable (AppleTokenRecord) -> RevocationItem?
+
 extension SIWADatabase {
     /// One transaction: deletes sessions, `apple_tokens`, the `apple_user_info` row, pending profiles and the
-    /// user, and inserts `revocation` (when non-nil) into `revocation_outbox`, so that the revoke call at Apple
-    /// survives a crash right after the deletion. Returns false when there is no such account (then nothing is
-    /// written, not even the outbox row).
-    public func deleteAccount(userID: String, revocation: RevocationItem?) async throws -> Bool {
+    /// user, and, when `revocations` is given, inserts an item into `revocation_outbox` for every Apple token
+    /// the account held (web and app alike), so that the revoke calls at Apple survive a crash right after the
+    /// deletion. The tokens are read inside the transaction, so one stored by a concurrent sign-in is either
+    /// revoked or was never there. Returns false when there is no such account (then nothing is written, not
+    /// even an outbox row).
+    public func deleteAccount(userID: String, revocations: RevocationForToken?) async throws -> Bool {
         let lock = dialect.forUpdate
         return try await transaction { sql in
             guard let user = try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE id = \(bind: userID)\(unsafeRaw: lock)
                 """).first()?.userAccount()
             else { return false }
-            try await Self.deleteEverything(sql, of: user, revocation: revocation)
+            try await Self.deleteEverything(sql, of: user, revocations: revocations)
             return true
         }
     }
 
-    /// ``deleteAccount(userID:revocation:)`` by Apple `sub` (Apple's `account-delete` notification).
-    public func deleteAccount(sub: String, revocation: RevocationItem?) async throws -> Bool {
+    /// ``deleteAccount(userID:revocations:)`` by Apple `sub` (Apple's `account-delete` notification).
+    public func deleteAccount(sub: String, revocations: RevocationForToken?) async throws -> Bool {
         let lock = dialect.forUpdate
         return try await transaction { sql in
             guard let user = try await Self.findUser(sql, sub: sub, lock: lock) else { return false }
-            try await Self.deleteEverything(sql, of: user, revocation: revocation)
+            try await Self.deleteEverything(sql, of: user, revocations: revocations)
             return true
         }
     }
 
-    private static func deleteEverything(_ sql: any SQLDatabase, of user: UserAccount, revocation: RevocationItem?) async throws {
+    private static func deleteEverything(_ sql: any SQLDatabase, of user: UserAccount, revocations: RevocationForToken?) async throws {
+        var items: [RevocationItem] = []
+        if let revocations {
+            // The user row is locked (PostgreSQL FOR UPDATE; SQLite's write lock), and a sign-in upserts its
+            // token under that same lock, so no token can slip in between this read and the DELETE below.
+            items = try await sql.raw("""
+                SELECT \(unsafeRaw: Columns.list(Columns.appleToken)) FROM apple_tokens WHERE user_id = \(bind: user.id)
+                ORDER BY client_id
+                """).all().map { try $0.appleToken() }.compactMap(revocations)
+        }
         try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: user.id)").run()
         try await sql.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: user.id)").run()
         try await sql.raw("DELETE FROM apple_user_info WHERE apple_sub = \(bind: user.appleSub)").run()
         try await sql.raw("DELETE FROM pending_profiles WHERE apple_sub = \(bind: user.appleSub)").run()
         try await sql.raw("DELETE FROM users WHERE id = \(bind: user.id)").run()
-        if let item = revocation {
+        for item in items {
             try await insertRevocation(sql, item)
         }
     }

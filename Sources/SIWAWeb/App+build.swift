@@ -56,8 +56,8 @@ public func buildApplication(
     return app
 }
 
-/// Opens what the configuration names (database, migrations, HTTP client, templates) and builds the
-/// dependencies. The caller runs `buildApplication` with them.
+/// Opens what the configuration names (database, migrations, HTTP client, templates), builds the
+/// dependencies and re-seals tokens an older version stored. The caller runs `buildApplication` with them.
 public func makeDependencies(configuration: SIWAConfiguration, logger: Logger) async throws -> SIWADependencies {
     let database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
     try await database.migrate()
@@ -70,12 +70,18 @@ public func makeDependencies(configuration: SIWAConfiguration, logger: Logger) a
     let http = CurlHTTPClient(configuration: httpConfiguration)
     let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"),
                                        siteName: configuration.siteName)
-    return try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
+    let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
+    // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
+    try await dependencies.resealLegacyTokens(logger: logger)
+    return dependencies
 }
 
 /// Closes the database pools and the libcurl thread after every other service has stopped
 /// (services stop in reverse order, and this one is added first).
-struct ResourceCloser: Service {
+struct ResourceCloser: Service, CustomStringConvertible {
+    /// Just the name (see ``RevocationWorker/description``).
+    var description: String { "ResourceCloser" }
+
     let database: SIWADatabase
     let http: CurlHTTPClient
 

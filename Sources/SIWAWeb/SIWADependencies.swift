@@ -65,9 +65,6 @@ public struct SIWADependencies: Sendable {
     var allClientIDs: Set<String> { Set([configuration.clientID] + configuration.nativeClientIDs) }
 }
 
-/// The associated data bound into every stored Apple token ciphertext.
-let refreshTokenContext = "siwa apple refresh token v1"
-
 /// Wakes the revocation worker when a deletion enqueues work, so Apple hears about it at once.
 final class RevocationSignal: Sendable {
     let stream: AsyncStream<Void>

@@ -22,9 +22,9 @@ struct ConsentCheckEndToEndTests {
             let dependencies = try SIWADependencies(configuration: e2e.configuration, database: e2e.database, http: e2e.http, pages: pages)
             let adaSub = try await e2e.emulator.sub(personID: "p1", clientID: e2e.configuration.clientID)
             let adaAccount = try #require(try await e2e.database.user(sub: adaSub))
-            let sealed = try #require(try await e2e.database.appleToken(userID: adaAccount.id))
+            let sealed = try #require(try await e2e.database.appleTokens(userID: adaAccount.id).first)
             // Ada's refresh token is revoked at Apple (the emulator), and no notification tells the app.
-            let refreshToken = try dependencies.cipher.open(sealed.refreshToken, context: refreshTokenContext)
+            let refreshToken = try dependencies.cipher.open(sealed.refreshToken, from: .account(userID: sealed.userID, clientID: sealed.clientID))
             try await dependencies.apple.revoke(token: refreshToken, clientID: sealed.clientID)
 
             // MUT: one pass, with a clock two days on so that both are due
@@ -39,7 +39,7 @@ struct ConsentCheckEndToEndTests {
             #expect(result.revoked == 1 && result.valid == 1 && result.deferred == 0 && result.stoppedEarly == nil)
             let adaPage = try await ada.get(e2e.appURL + "/account")
             #expect(adaPage.status == 303 && adaPage.header("Location") == "/")
-            #expect(try await e2e.database.appleToken(userID: adaAccount.id) == nil)
+            #expect(try await e2e.database.appleTokens(userID: adaAccount.id).isEmpty)
             #expect(try await grace.get(e2e.appURL + "/account").page == "account")
             let graceSub = try await e2e.emulator.sub(personID: "p2", clientID: e2e.configuration.clientID)
             #expect(try await e2e.database.user(sub: graceSub)?.consentCheckedAt != nil)

@@ -344,29 +344,3 @@ private enum SignInURL {
         value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? value
     }
 }
-
-/// Log lines collected from every logger made by ``CapturingLogHandler``.
-final class LogLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
-    var all: [String] { lock.withLock { lines } }
-}
-
-/// Writes each log line, with its metadata and error, into ``LogLines``.
-struct CapturingLogHandler: LogHandler {
-    let lines: LogLines
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        lines.append("\(event.level) \(event.message) \(all) \(event.error.map { String(describing: $0) } ?? "")")
-    }
-}
-

@@ -63,7 +63,7 @@ struct TransferWorld: Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         return try await database.completeSignIn(NewSignIn(
             appleSub: sub, email: "\(given.lowercased())@example.com", emailVerified: true, isPrivateEmail: false,
-            givenName: given, familyName: "Sender", clientID: senderClientID, refreshToken: nil,
+            givenName: given, familyName: "Sender", clientID: senderClientID, sealRefreshToken: nil,
             sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: "web", sessionExpiresAt: now + 3_600, now: now
         )).0
     }

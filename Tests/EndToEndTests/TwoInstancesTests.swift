@@ -172,9 +172,10 @@ struct TwoInstancesTests {
             let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
             let now = Int64(Date().timeIntervalSince1970)
             for token in tokens {
+                let id = UUID().uuidString
                 try await database.enqueueRevocation(RevocationItem(
-                    id: UUID().uuidString, clientID: configuration.clientID,
-                    token: try cipher.seal(token, context: refreshTokenContext), tokenTypeHint: "refresh_token",
+                    id: id, clientID: configuration.clientID,
+                    token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
                     createdAt: now, nextAttemptAt: now))
             }
         }, apple: { _, port, onRunning in apple.application(port: port, onRunning: onRunning) }) { instances in

@@ -20,7 +20,7 @@ struct SIWADatabaseTests {
             try await second.close()
 
             // validate
-            #expect(try await test.db.appliedMigrations() == [1])
+            #expect(try await test.db.appliedMigrations() == [1, 3])
             #expect(try await test.db.countPendingAuthorizations(now: 0) == 0)
         }
     }
@@ -251,7 +251,7 @@ struct SIWADatabaseTests {
             #expect(again.lastSignInAt == 2_000)
             #expect(again.createdAt == 1_000)
             #expect(try await db.user(id: created.id) == again)
-            let token = try #require(try await db.appleToken(userID: created.id))
+            let token = try #require(try await db.appleTokens(userID: created.id).first)
             #expect(token.refreshToken == "cipher-2")
             #expect(token.createdAt == 1_000)
             #expect(token.updatedAt == 2_000)
@@ -260,7 +260,7 @@ struct SIWADatabaseTests {
 
             // A sign-in without a refresh token and without email keeps both.
             _ = try await db.completeSignIn(signIn(sub: "sub-a", email: nil, refreshToken: nil, now: 3_000))
-            #expect(try await db.appleToken(userID: created.id)?.refreshToken == "cipher-2")
+            #expect(try await db.appleTokens(userID: created.id).map(\.refreshToken) == ["cipher-2"])
             #expect(try await db.user(sub: "sub-a")?.email == "a@example.com")
         }
     }
@@ -326,7 +326,7 @@ struct SIWADatabaseTests {
             #expect(try await db.user(sub: "old-team-sub") == nil)
             #expect(try await db.user(sub: "new-team-sub")?.id == old.id)
             #expect(try await db.appleUserInfo(sub: "new-team-sub")?.givenName == "Ada")
-            #expect(try await db.appleToken(userID: old.id)?.refreshToken == "c-new")
+            #expect(try await db.appleTokens(userID: old.id).map(\.refreshToken) == ["c-new"])
 
             // An unknown transfer source just creates a new account.
             let (fresh, freshCreated) = try await db.completeSignIn(signIn(sub: "other-new", transferFrom: "never-seen"))
@@ -352,14 +352,14 @@ struct SIWADatabaseTests {
             // Both never checked → both due; sub-no-token has no token → never due.
             let due = try await db.usersDueForConsentCheck(before: 1_000, limit: 10)
             #expect(Set(due.map(\.0.id)) == [a.id, b.id])
-            #expect(due.first { $0.0.id == a.id }?.1.refreshToken == "ca")
+            #expect(due.first { $0.0.id == a.id }?.1.map(\.refreshToken) == ["ca"])
 
             // MUT
             try await db.markConsentChecked(userID: a.id, now: 900)
 
             // validate
             #expect(try await db.user(id: a.id)?.consentCheckedAt == 900)
-            #expect(try await db.appleToken(userID: a.id)?.validatedAt == 900)
+            #expect(try await db.appleTokens(userID: a.id).map(\.validatedAt) == [900])
             #expect(try await db.usersDueForConsentCheck(before: 800, limit: 10).map(\.0.id) == [b.id])
             #expect(try await db.usersDueForConsentCheck(before: 1_000, limit: 10).map(\.0.id) == [b.id, a.id])
             #expect(try await db.usersDueForConsentCheck(before: 1_000, limit: 1).map(\.0.id) == [b.id])
@@ -414,14 +414,14 @@ struct SIWADatabaseTests {
             #expect(try await db.revokeConsent(sub: "sub-r"))
 
             #expect(try await db.session(tokenHash: "s1", now: 1_000) == nil)
-            #expect(try await db.appleToken(userID: user.id) == nil)
+            #expect(try await db.appleTokens(userID: user.id).isEmpty)
             #expect(try await db.user(id: user.id) != nil)  // the account itself stays
             #expect(try await db.session(tokenHash: "s2", now: 1_000) != nil)
-            #expect(try await db.appleToken(userID: other.id) != nil)
+            #expect(try await db.appleTokens(userID: other.id).count == 1)
             #expect(try await db.revokeConsent(sub: "nobody") == false)
 
-            try await db.deleteAppleToken(userID: other.id)
-            #expect(try await db.appleToken(userID: other.id) == nil)
+            try await db.deleteAppleToken(userID: other.id, clientID: "com.example.web")
+            #expect(try await db.appleTokens(userID: other.id).isEmpty)
         }
     }
 
@@ -438,24 +438,24 @@ struct SIWADatabaseTests {
             let item = RevocationItem(id: randomID(), clientID: "com.example.web", token: "cipher", tokenTypeHint: "refresh_token", createdAt: 2_000, nextAttemptAt: 2_000)
 
             // MUT
-            #expect(try await db.deleteAccount(userID: user.id, revocation: item))
+            #expect(try await db.deleteAccount(userID: user.id, revocations: { _ in item }))
 
             // validate
             #expect(try await db.user(id: user.id) == nil)
             #expect(try await db.user(sub: "sub-d") == nil)
             #expect(try await db.session(tokenHash: "sd1", now: 1_000) == nil)
             #expect(try await db.session(tokenHash: "sd2", now: 1_000) == nil)
-            #expect(try await db.appleToken(userID: user.id) == nil)
+            #expect(try await db.appleTokens(userID: user.id).isEmpty)
             #expect(try await db.appleUserInfo(sub: "sub-d") == nil)
             #expect(try await db.takePendingProfile(tokenHash: "pp", now: 0) == nil)
             #expect(try await db.revocation(id: item.id) == item)
             #expect(try await db.revocationCounts() == (1, 0))
             // Someone else's rows are untouched.
             #expect(try await db.session(tokenHash: "sk", now: 1_000)?.1.id == keeper.id)
-            #expect(try await db.appleToken(userID: keeper.id) != nil)
+            #expect(try await db.appleTokens(userID: keeper.id).count == 1)
             // Unknown: false, and no outbox row.
             let stray = RevocationItem(id: randomID(), clientID: "c", token: "t", tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0)
-            #expect(try await db.deleteAccount(userID: user.id, revocation: stray) == false)
+            #expect(try await db.deleteAccount(userID: user.id, revocations: { _ in stray }) == false)
             #expect(try await db.revocation(id: stray.id) == nil)
         }
     }
@@ -470,7 +470,7 @@ struct SIWADatabaseTests {
 
             // MUT: the outbox insert fails (duplicate id) after the deletes ran inside the transaction.
             await #expect {
-                _ = try await db.deleteAccount(sub: "sub-atomic", revocation: existing)
+                _ = try await db.deleteAccount(sub: "sub-atomic", revocations: { _ in existing })
             } throws: { error in
                 if case .conflict = error as? StoreError { return true }
                 return false
@@ -479,10 +479,10 @@ struct SIWADatabaseTests {
             // validate: everything rolled back
             #expect(try await db.user(id: user.id) != nil)
             #expect(try await db.session(tokenHash: "sa", now: 1_000) != nil)
-            #expect(try await db.appleToken(userID: user.id)?.refreshToken == "cipher")
+            #expect(try await db.appleTokens(userID: user.id).map(\.refreshToken) == ["cipher"])
 
             // And by sub, without revocation, it works.
-            #expect(try await db.deleteAccount(sub: "sub-atomic", revocation: nil))
+            #expect(try await db.deleteAccount(sub: "sub-atomic", revocations: nil))
             #expect(try await db.user(sub: "sub-atomic") == nil)
             #expect(try await db.revocationCounts() == (1, 0))
         }
@@ -625,7 +625,7 @@ struct SIWADatabaseOpenTests {
         // A restart: same file, migrations are a no-op, data is still there.
         let second = try await SIWADatabase.open(url, logger: testLogger)
         try await second.migrate()
-        #expect(try await second.appliedMigrations() == [1])
+        #expect(try await second.appliedMigrations() == [1, 3])
         #expect(try await second.recordNotification(jti: "j", eventType: "e", sub: "s", now: 2) == false)
         try await second.close()
     }

@@ -93,12 +93,18 @@ func randomID(_ prefix: String = "") -> String { prefix + UUID().uuidString.lowe
 
 func signIn(
     sub: String, email: String? = nil, given: String? = "Ada", family: String? = "Lovelace",
-    refreshToken: String? = nil, transferFrom: String? = nil, now: Int64 = 1_000, session: String = randomID("s-")
+    refreshToken: String? = nil, clientID: String = "com.example.web", transferFrom: String? = nil, now: Int64 = 1_000,
+    session: String = randomID("s-")
 ) -> NewSignIn {
-    NewSignIn(
+    var seal: (@Sendable (String) throws -> String)?
+    if let refreshToken {
+        // The store treats the ciphertext as opaque text: tests store a recognisable one, whatever the account.
+        seal = { _ in refreshToken }
+    }
+    return NewSignIn(
         appleSub: sub, email: email, emailVerified: email != nil, isPrivateEmail: email?.hasSuffix("privaterelay.appleid.com") ?? false,
         givenName: given, familyName: family, transferFromSub: transferFrom,
-        clientID: "com.example.web", refreshToken: refreshToken,
+        clientID: clientID, sealRefreshToken: seal,
         sessionTokenHash: session, sessionKind: "web", sessionExpiresAt: now + 3_600, now: now
     )
 }

@@ -77,7 +77,7 @@ struct ConcurrentSQLiteWritesTests {
                 group.addTask {
                     _ = try await db.completeSignIn(NewSignIn(
                         appleSub: "sub-\(index % 20)", email: nil, emailVerified: false, isPrivateEmail: false,
-                        givenName: "Ada", familyName: "L", transferFromSub: nil, clientID: "c", refreshToken: nil,
+                        givenName: "Ada", familyName: "L", transferFromSub: nil, clientID: "c", sealRefreshToken: nil,
                         sessionTokenHash: "hash-\(index)", sessionKind: "web", sessionExpiresAt: 9_999, now: 100))
                 }
             }

@@ -56,7 +56,7 @@ struct AccountTests {
             #expect(response.status == .ok && response.page == "deleted")
             #expect(try await app.database.user(sub: "002.c") == nil)
             #expect(try await app.database.appleUserInfo(sub: "002.c") == nil)
-            #expect(try await app.database.appleToken(userID: account.id) == nil)
+            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
             #expect(try await browser.get("/account").location == "/")
             // the worker (running as a service) sends the revocation promptly
             var revokes: [[String: String]] = []

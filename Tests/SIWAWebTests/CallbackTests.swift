@@ -38,7 +38,7 @@ struct CallbackTests {
             #expect(exchange["redirect_uri"] == "https://app.example.com/auth/apple/callback")
             #expect((exchange["client_secret"] ?? "").split(separator: ".").count == 3)
             // the refresh token is stored encrypted
-            let token = try #require(try await app.database.appleToken(userID: account.id))
+            let token = try #require(try await app.database.appleTokens(userID: account.id).first)
             #expect(!token.refreshToken.contains("refresh-"))
         }
     }
@@ -338,7 +338,7 @@ struct CallbackTests {
             let done = try await browser.postForm("/auth/apple/profile", [("csrf", csrf), ("givenName", "Dorothy"), ("familyName", "Vaughan")])
             #expect(done.location == "/account")
             #expect(try await browser.get("/account").text.contains("Dorothy Vaughan"))
-            #expect(try await app.database.appleToken(userID: try #require(try await app.database.user(sub: "001.n")).id) != nil)
+            #expect(try await app.database.appleTokens(userID: try #require(try await app.database.user(sub: "001.n")).id).count == 1)
         }
     }
 

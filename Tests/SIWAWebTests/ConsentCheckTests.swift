@@ -48,7 +48,7 @@ struct ConsentCheckTests {
             // validate
             #expect(result.revoked == 1 && result.valid == 0 && result.deferred == 0 && result.stoppedEarly == nil)
             #expect(try await app.isSignedIn(browser) == false)
-            #expect(try await app.database.appleToken(userID: account.id) == nil)
+            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
             #expect(try await app.database.user(sub: "cc.revoked") != nil, "the account itself stays")
             let call = try #require(await app.refreshRequests().last)
             #expect(call["client_id"] == TestApp.clientID)
@@ -79,7 +79,7 @@ struct ConsentCheckTests {
             for sub in ["cc.five1", "cc.five2"] {
                 let account = try #require(try await app.database.user(sub: sub))
                 #expect(account.consentCheckedAt == nil)
-                #expect(try await app.database.appleToken(userID: account.id) != nil)
+                #expect(try await app.database.appleTokens(userID: account.id).count == 1)
             }
             #expect(await app.refreshRequests().count == 2)
 
@@ -118,7 +118,7 @@ struct ConsentCheckTests {
             #expect(result.deferred == 1 && result.revoked == 0)
             #expect(try await app.isSignedIn(browser))
             let account = try #require(try await app.database.user(sub: "cc.slow"))
-            #expect(try await app.database.appleToken(userID: account.id) != nil)
+            #expect(try await app.database.appleTokens(userID: account.id).count == 1)
         }
     }
 
@@ -157,7 +157,7 @@ struct ConsentCheckTests {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "cc.fresh")
             let account = try #require(try await app.database.user(sub: "cc.fresh"))
-            let token = try #require(try await app.database.appleToken(userID: account.id))
+            let token = try #require(try await app.database.appleTokens(userID: account.id).first)
             await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
             var schedule = ConsentCheckService.Schedule()
             // MUT: a clock one hour on, so the sign-in is within the day

@@ -50,7 +50,7 @@ struct NotificationsTests {
             let account = try #require(try await app.database.user(sub: "004.b"))
             #expect(try await app.notify(browser, NotificationClaims(type: "consent-revoked", sub: "004.b")).status == .ok)
             #expect(try await browser.get("/account").location == "/")
-            #expect(try await app.database.appleToken(userID: account.id) == nil)
+            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
             #expect(try await app.database.user(sub: "004.b") != nil)
 
             for (index, type) in ["account-delete", "account-deleted"].enumerated() {

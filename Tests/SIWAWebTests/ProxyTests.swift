@@ -71,8 +71,9 @@ struct TrustedProxiesTests {
         #expect(origin(peer: "127.0.0.1", [("X-Real-IP", "198.51.100.9")]).client.description == "198.51.100.9")
         #expect(origin(peer: "127.0.0.1").client.description == "127.0.0.1")
         // garbage where an address belongs ends the chain: it becomes the client's key, printable only
-        let garbage = origin(peer: "127.0.0.1", [("X-Forwarded-For", "1.2.3.4, evil-ñame")])
-        #expect(garbage.client.limitKey == "?evil-?ame")
+        let garbage = origin(peer: "127.0.0.1", [("X-Forwarded-For", "1.2.3.4, evil\u{202E}name")])
+        #expect(garbage.client.limitKey.hasPrefix("?evil") && garbage.client.limitKey.hasSuffix("name"))
+        #expect(!garbage.client.limitKey.unicodeScalars.contains { $0.properties.generalCategory == .format })
         // no socket at all (in-process tests)
         #expect(origin(peer: nil, [("X-Forwarded-For", "1.1.1.1")]).client == .unknown)
         // TRUSTED_PROXIES empty: nobody's headers are believed

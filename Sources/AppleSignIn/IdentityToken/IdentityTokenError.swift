@@ -30,21 +30,23 @@ public enum IdentityTokenError: Error, Equatable, Sendable, CustomStringConverti
         return 401
     }
 
+    /// Safe to log and to show: values taken from the token (its `alg` and `kid` are read before anything is
+    /// verified, and may be up to the token's size) are escaped and cut by ``LogSafe``.
     public var description: String {
         switch self {
-        case let .malformed(reason): "malformed identity token: \(reason)"
-        case let .unsupportedAlgorithm(alg): "identity token algorithm \"\(alg)\" is not accepted (RS256 only)"
-        case let .unknownKey(kid): "no Apple public key with kid \"\(kid)\""
-        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(reason)"
+        case let .malformed(reason): "malformed identity token: \(LogSafe.text(reason))"
+        case let .unsupportedAlgorithm(alg): "identity token algorithm \"\(LogSafe.text(alg, limit: 32))\" is not accepted (RS256 only)"
+        case let .unknownKey(kid): "no Apple public key with kid \"\(LogSafe.text(kid, limit: 64))\""
+        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(LogSafe.text(reason))"
         case .invalidSignature: "identity token signature is invalid"
-        case let .wrongIssuer(iss): "identity token issuer \"\(iss)\" is not \(AppleIdentity.issuer)"
-        case let .wrongAudience(aud): "identity token audience \"\(aud)\" is not an accepted client id"
+        case let .wrongIssuer(iss): "identity token issuer \"\(LogSafe.text(iss, limit: 64))\" is not \(AppleIdentity.issuer)"
+        case let .wrongAudience(aud): "identity token audience \"\(LogSafe.text(aud, limit: 64))\" is not an accepted client id"
         case .expired: "identity token has expired"
         case .issuedInFuture: "identity token is issued in the future"
         case .missingNonce: "identity token has no nonce"
         case .nonceMismatch: "identity token nonce does not match"
         case .cHashMismatch: "identity token c_hash does not match the authorization code"
-        case let .missingClaim(name): "identity token has no \"\(name)\" claim"
+        case let .missingClaim(name): "identity token has no \"\(LogSafe.text(name, limit: 64))\" claim"
         }
     }
 }

@@ -144,7 +144,7 @@ public actor JWKSCache {
                 reason = String(describing: error)
             }
             lastFailure = (started, reason)
-            logger.warning("fetching Apple's keys failed", metadata: ["url": "\(keysURL)", "reason": "\(reason)"])
+            logger.warning("fetching Apple's keys failed", metadata: ["url": "\(keysURL)", "reason": "\(LogSafe.text(reason))"])
             throw IdentityTokenError.keysUnavailable(reason)
         }
     }
@@ -183,7 +183,7 @@ public actor JWKSCache {
             do {
                 fresh[kid] = Entry(jwk: jwk, key: try RSAPublicKey(jwk: jwk))
             } catch {
-                logger.warning("skipping an Apple key that does not parse", metadata: ["kid": "\(kid)", "error": "\(error)"])
+                logger.warning("skipping an Apple key that does not parse", metadata: ["kid": "\(LogSafe.text(kid, limit: 64))", "error": "\(LogSafe.text(String(describing: error)))"])
             }
         }
         // An empty set is more likely a broken response than Apple revoking every key: keep what we have.

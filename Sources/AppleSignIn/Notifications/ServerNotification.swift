@@ -82,19 +82,21 @@ public enum NotificationError: Error, Equatable, Sendable, CustomStringConvertib
         }
     }
 
+    /// Safe to log: values taken from the request (the header's `alg` and `kid` are read before anything is
+    /// verified) are escaped and cut by ``LogSafe``.
     public var description: String {
         switch self {
-        case let .malformedBody(reason): "notification body is malformed: \(reason)"
-        case let .malformedToken(reason): "notification token is malformed: \(reason)"
-        case let .unsupportedAlgorithm(alg): "notification algorithm \"\(alg)\" is not accepted (RS256 only)"
-        case let .unknownKey(kid): "no Apple public key with kid \"\(kid)\""
-        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(reason)"
+        case let .malformedBody(reason): "notification body is malformed: \(LogSafe.text(reason))"
+        case let .malformedToken(reason): "notification token is malformed: \(LogSafe.text(reason))"
+        case let .unsupportedAlgorithm(alg): "notification algorithm \"\(LogSafe.text(alg, limit: 32))\" is not accepted (RS256 only)"
+        case let .unknownKey(kid): "no Apple public key with kid \"\(LogSafe.text(kid, limit: 64))\""
+        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(LogSafe.text(reason))"
         case .invalidSignature: "notification signature is invalid"
-        case let .wrongIssuer(iss): "notification issuer \"\(iss)\" is not \(AppleIdentity.issuer)"
-        case let .wrongAudience(aud): "notification audience \"\(aud)\" is not a configured client id"
+        case let .wrongIssuer(iss): "notification issuer \"\(LogSafe.text(iss, limit: 64))\" is not \(AppleIdentity.issuer)"
+        case let .wrongAudience(aud): "notification audience \"\(LogSafe.text(aud, limit: 64))\" is not a configured client id"
         case .issuedInFuture: "notification is issued in the future"
         case .expired: "notification is too old or expired"
-        case let .unknownEventType(type): "notification event type \"\(type)\" is not known"
+        case let .unknownEventType(type): "notification event type \"\(LogSafe.text(type, limit: 64))\" is not known"
         }
     }
 }

@@ -12,11 +12,11 @@ enum AppleFailure {
                             message: "Apple's sign-in token could not be read.")
         }
         if case .keysUnavailable(let reason) = error {
-            logger.warning("Apple's keys are unavailable", metadata: ["reason": .string(reason)])
+            logger.warning("Apple's keys are unavailable", metadata: ["reason": .string(LogSafe.text(reason))])
             return WebError(.badGateway, kind: "apple_keys_unavailable", title: "Apple is not answering",
                             message: "We could not reach Apple to check your sign-in.", hint: "Please try again in a minute.")
         }
-        logger.notice("id_token rejected", metadata: ["reason": .string(error.description)])
+        logger.notice("id_token rejected", metadata: ["reason": .string(LogSafe.text(error.description))])
         return WebError(.unauthorized, kind: "invalid_id_token", title: "Sign-in could not be verified",
                         message: "Apple's sign-in token did not pass our checks (\(error.description)), so you were not signed in.",
                         hint: "Start again from this site's sign-in page.")
@@ -24,11 +24,11 @@ enum AppleFailure {
 
     static func exchange(_ error: any Error, logger: Logger) -> WebError {
         guard let error = error as? AppleAPIError else {
-            logger.error("token exchange failed", metadata: ["error": .string(String(describing: error))])
+            logger.error("token exchange failed", metadata: ["error": .string(LogSafe.text(String(describing: error)))])
             return WebError(.badGateway, kind: "apple_unreachable", title: "Apple is not answering",
                             message: "We could not complete the sign-in with Apple.", hint: "Please try again in a minute.")
         }
-        logger.warning("Apple token call failed", metadata: ["error": .string(error.description), "check": .string(error.operatorHint)])
+        logger.warning("Apple token call failed", metadata: ["error": .string(LogSafe.text(error.description)), "check": .string(error.operatorHint)])
         switch error {
         case .apple(let code, _, _) where code == "invalid_grant":
             return WebError(.badRequest, kind: "apple_invalid_grant", title: "This sign-in has expired",

@@ -77,7 +77,8 @@ struct CallbackController: Sendable {
                 _ = try await database.consumePendingAuthorization(state: state, now: dependencies.now())
             }
             dependencies.metrics.signIn("cancelled")
-            logger.info("sign-in ended at Apple", metadata: ["error": .string(String(appleError.prefix(64)))])
+            // Anyone can post this field (newlines included): escaped and cut before it reaches the log.
+            logger.info("sign-in ended at Apple", metadata: ["error": .string(LogSafe.text(appleError, limit: 64))])
             return .seeOther(appleError == "user_cancelled_authorize" ? "/?notice=cancelled" : "/?notice=apple_error")
         }
 
@@ -179,7 +180,7 @@ struct CallbackController: Sendable {
             try await dependencies.database.savePendingProfile(PendingProfile(
                 tokenHash: hash, appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
                 isPrivateEmail: signIn.isPrivateEmail, clientID: signIn.clientID,
-                refreshToken: try signIn.refreshToken.map { try dependencies.cipher.seal($0, context: refreshTokenContext) },
+                refreshToken: try signIn.refreshToken.map { try dependencies.cipher.seal($0, for: .pendingProfile(tokenHash: hash)) },
                 createdAt: now, expiresAt: now + Int64(Cookies.profileLifetime)
             ))
             dependencies.metrics.signIn("profile_form")
@@ -219,7 +220,8 @@ struct CallbackController: Sendable {
         let signIn = VerifiedSignIn(
             sub: pending.appleSub, email: pending.email, emailVerified: pending.emailVerified,
             isPrivateEmail: pending.isPrivateEmail, clientID: pending.clientID,
-            refreshToken: try pending.refreshToken.map { try dependencies.cipher.open($0, context: refreshTokenContext) },
+            // Opened from the pending profile it was bound to; `complete` seals it again for the account.
+            refreshToken: try pending.refreshToken.map { try dependencies.cipher.open($0, from: .pendingProfile(tokenHash: hash)) },
             givenName: given, familyName: family)
         var response = try await finish(signIn, replacing: request, logger: context.logger)
         response.setCookie(dependencies.cookies.clearedProfile)

@@ -56,13 +56,18 @@ extension SIWADependencies {
         let sessionToken = BearerSecret.generate()
         let now = now()
         let lifetime = sessionKind == "api" ? Self.apiSessionLifetime : Self.webSessionLifetime
-        let sealedRefreshToken = try signIn.refreshToken.map { try cipher.seal($0, context: refreshTokenContext) }
+        // Sealed inside the store's transaction, once the account id is known (new, existing or transferred).
+        var sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?
+        if let token = signIn.refreshToken {
+            let (cipher, clientID) = (cipher, signIn.clientID)
+            sealRefreshToken = { userID in try cipher.seal(token, for: .account(userID: userID, clientID: clientID)) }
+        }
         // A new account without a name in this request takes the one-time `user` JSON of an earlier
         // attempt that did not finish (the fallback table); with no name anywhere, nil: ask or recover.
         guard let (account, created) = try await database.completeSignInUsingStoredName(NewSignIn(
             appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
             isPrivateEmail: signIn.isPrivateEmail, givenName: signIn.givenName, familyName: signIn.familyName,
-            transferFromSub: signIn.transferSub, clientID: signIn.clientID, refreshToken: sealedRefreshToken,
+            transferFromSub: signIn.transferSub, clientID: signIn.clientID, sealRefreshToken: sealRefreshToken,
             sessionTokenHash: BearerSecret.hash(sessionToken), sessionKind: sessionKind,
             sessionExpiresAt: now + lifetime, now: now
         )) else {
@@ -80,21 +85,35 @@ extension SIWADependencies {
         ))
     }
 
-    /// Deletes the account and everything about it in one transaction, queuing the Apple revocation
-    /// in the same transaction so it survives restarts (SPEC §5). `revoke: false` for Apple's own
-    /// account-delete notification, where Apple already knows.
+    /// Deletes the account and everything about it in one transaction, queuing an Apple revocation for each of
+    /// its tokens (web and app) in the same transaction so they survive restarts (SPEC §5). `revoke: false` for
+    /// Apple's own account-delete notification, where Apple already knows. `logger` hears about a token that
+    /// cannot be decrypted (so cannot be revoked).
     @discardableResult
-    func deleteAccount(_ account: UserAccount, revoke: Bool) async throws -> Bool {
-        var revocation: RevocationItem?
-        if revoke, let token = try await database.appleToken(userID: account.id) {
-            let now = now()
-            revocation = RevocationItem(
-                id: UUID().uuidString, clientID: token.clientID, token: token.refreshToken, tokenTypeHint: "refresh_token",
-                createdAt: now, attempts: 0, nextAttemptAt: now, lastError: nil, completedAt: nil
-            )
+    func deleteAccount(_ account: UserAccount, revoke: Bool, logger: Logger = Logger(label: "siwa")) async throws -> Bool {
+        let (now, cipher) = (now(), cipher)
+        var revocations: RevocationForToken?
+        if revoke {
+            revocations = { token in
+                let id = UUID().uuidString
+                do {
+                    // Re-sealed for its outbox item: the account row it was bound to is about to go.
+                    let sealed = try cipher.reseal(token.refreshToken, from: .account(userID: token.userID, clientID: token.clientID),
+                                                   to: .revocation(id: id))
+                    return RevocationItem(id: id, clientID: token.clientID, token: sealed, tokenTypeHint: "refresh_token",
+                                          createdAt: now, attempts: 0, nextAttemptAt: now, lastError: nil, completedAt: nil)
+                } catch {
+                    // Nothing Apple could be sent (TOKEN_ENCRYPTION_KEY changed, or a ciphertext not sealed for this
+                    // account); the deletion goes on.
+                    logger.error("stored Apple token does not decrypt; it cannot be revoked", metadata: [
+                        "user": .string(token.userID), "client": .string(token.clientID), "error": .string(String(describing: error)),
+                    ])
+                    return nil
+                }
+            }
         }
-        let deleted = try await database.deleteAccount(userID: account.id, revocation: revocation)
-        if revocation != nil { revocationSignal.notify() }
+        let deleted = try await database.deleteAccount(userID: account.id, revocations: revocations)
+        if revoke { revocationSignal.notify() }
         return deleted
     }
 }

@@ -1,3 +1,4 @@
+import AppleSignIn
 import Foundation
 import Hummingbird
 import Logging
@@ -46,10 +47,10 @@ struct ErrorPageMiddleware: RouterMiddleware {
             return error
         case let error as StoreError:
             if case .unavailable = error {
-                logger.warning("database unavailable", metadata: ["path": .string(path)])
+                logger.warning("database unavailable", metadata: ["path": .string(LogSafe.text(path))])
                 return .storeUnavailable
             }
-            logger.error("storage error", metadata: ["path": .string(path), "error": .string(String(describing: error))])
+            logger.error("storage error", metadata: ["path": .string(LogSafe.text(path)), "error": .string(LogSafe.text(String(describing: error), limit: 500))])
             return WebError(.internalServerError, kind: "internal", title: "Something went wrong",
                             message: "An unexpected error stopped this request. Nothing was lost; please try again.", retryPath: "/")
         case is NIOTooManyBytesError:
@@ -71,7 +72,7 @@ struct ErrorPageMiddleware: RouterMiddleware {
                                 message: error.body ?? error.status.reasonPhrase, retryPath: "/")
             }
         default:
-            logger.error("unexpected error", metadata: ["path": .string(path), "error": .string(String(describing: type(of: error)))])
+            logger.error("unexpected error", metadata: ["path": .string(LogSafe.text(path)), "error": .string(String(describing: type(of: error)))])
             return WebError(.internalServerError, kind: "internal", title: "Something went wrong",
                             message: "An unexpected error stopped this request. Nothing was lost; please try again.", retryPath: "/")
         }

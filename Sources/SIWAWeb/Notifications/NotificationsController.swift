@@ -32,7 +32,7 @@ struct NotificationsController: Sendable {
                                message: "Apple's keys could not be fetched to verify this notification.")
             }
             dependencies.metrics.notification("unknown", result: "rejected")
-            context.logger.notice("notification rejected", metadata: ["reason": .string(String(describing: error))])
+            context.logger.notice("notification rejected", metadata: ["reason": .string(LogSafe.text(String(describing: error)))])
             throw WebError(.badRequest, kind: "invalid_notification", title: "Invalid notification",
                            message: "The notification could not be verified.")
         }
@@ -51,7 +51,7 @@ struct NotificationsController: Sendable {
             _ = try await database.revokeConsent(sub: notification.sub)
         case .accountDelete:
             // Apple already knows: no revoke call.
-            _ = try await database.deleteAccount(sub: notification.sub, revocation: nil)
+            _ = try await database.deleteAccount(sub: notification.sub, revocations: nil)
         }
         _ = try await database.recordNotification(jti: notification.replayKey, eventType: notification.type.rawValue,
                                                   sub: notification.sub, now: now)

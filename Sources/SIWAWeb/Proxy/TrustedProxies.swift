@@ -1,3 +1,4 @@
+import AppleSignIn
 import HTTPTypes
 
 /// The peers whose `X-Forwarded-*` headers are believed (SPEC §9, `TRUSTED_PROXIES`).
@@ -65,7 +66,7 @@ public struct TrustedProxies: Sendable, CustomStringConvertible {
 /// The client's address as far as it can be known.
 public enum ClientAddress: Hashable, Sendable, CustomStringConvertible {
     case address(IPAddress)
-    /// A value that is not an address (kept, shortened, so it still gets its own rate-limit bucket).
+    /// A value that is not an address (kept, escaped and shortened, so it still gets its own rate-limit bucket).
     case unparsed(String)
     case unknown
 
@@ -74,7 +75,7 @@ public enum ClientAddress: Hashable, Sendable, CustomStringConvertible {
     public var limitKey: String {
         switch self {
         case .address(let address): return address.isIPv4 ? address.description : address.masked(toPrefix: 64).description + "/64"
-        case .unparsed(let text): return "?" + Self.printable(text)
+        case .unparsed(let text): return "?" + LogSafe.text(text, limit: 64)
         case .unknown: return "unknown"
         }
     }
@@ -82,15 +83,11 @@ public enum ClientAddress: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .address(let address): return address.description
-        case .unparsed(let text): return Self.printable(text)
+        case .unparsed(let text): return LogSafe.text(text, limit: 64)
         case .unknown: return "unknown"
         }
     }
 
-    /// A client-chosen value made safe for keys and log lines: printable ASCII, at most 64 characters.
-    static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }))
-    }
 }
 
 /// What a trusted proxy says about the original request (`X-Forwarded-Proto/Host/Uri`).

@@ -1,4 +1,5 @@
 import JOSE
+import SIWAStore
 
 /// Random bearer secrets (sessions, API tokens, browser bindings) and how they are kept at rest:
 /// only their SHA-256 is stored, so a database leak does not hand out live sessions.
@@ -18,24 +19,68 @@ enum BearerSecret {
     }
 }
 
-/// Encrypts Apple refresh tokens at rest with AES-256-GCM (TOKEN_ENCRYPTION_KEY). The user id is
-/// bound as associated data, so a ciphertext copied onto another account's row does not open.
+/// Encrypts Apple refresh tokens at rest with AES-256-GCM (TOKEN_ENCRYPTION_KEY). The place a token is stored
+/// (its account and client id, its pending profile, or its outbox item) is bound as associated data, so a
+/// ciphertext copied onto another account's row does not open.
+///
+/// Sealed text is `v2:` + base64(nonce ‖ ciphertext ‖ tag). Before, it was the bare base64 under one constant
+/// associated data for every row; such rows are re-sealed once at start-up (``SIWADependencies/resealLegacyTokens(logger:)``)
+/// and otherwise refused: accepting the old form wherever a token is read would let any old ciphertext (a
+/// leftover row, a backup) still be moved between accounts.
 struct TokenCipher: Sendable {
     let key: AESGCMKey
 
-    func seal(_ token: String, context: String) throws -> String {
-        Base64.encode(try key.seal(Array(token.utf8), authenticating: Array(context.utf8)))
+    /// Marks the bound form; base64 never contains `:`, so an old ciphertext never starts with it.
+    static let prefix = "v2:"
+    /// The one associated data of every ciphertext written before binding.
+    static let legacyContext = "siwa apple refresh token v1"
+
+    enum Failure: Error, CustomStringConvertible {
+        case legacyFormat
+        var description: String { "the token was sealed by an older version and not re-sealed yet" }
     }
 
-    func open(_ sealed: String, context: String) throws -> String {
-        let bytes = try key.open(try Base64.decode(sealed), authenticating: Array(context.utf8))
+    func seal(_ token: String, for place: SealedTokenPlace) throws -> String {
+        Self.prefix + Base64.encode(try key.seal(Array(token.utf8), authenticating: Self.associatedData(place)))
+    }
+
+    func open(_ sealed: String, from place: SealedTokenPlace) throws -> String {
+        guard sealed.hasPrefix(Self.prefix) else { throw Failure.legacyFormat }
+        let box = try Base64.decode(String(sealed.dropFirst(Self.prefix.count)))
+        return String(decoding: try key.open(box, authenticating: Self.associatedData(place)), as: UTF8.self)
+    }
+
+    /// Moves a token from one place to another (an account's token into the revocation outbox, a pending
+    /// profile's into the new account).
+    func reseal(_ sealed: String, from: SealedTokenPlace, to: SealedTokenPlace) throws -> String {
+        try seal(try open(sealed, from: from), for: to)
+    }
+
+    /// Opens a ciphertext of the old, unbound form; only the start-up re-seal calls this.
+    func openLegacy(_ sealed: String) throws -> String {
+        let bytes = try key.open(try Base64.decode(sealed), authenticating: Array(Self.legacyContext.utf8))
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `siwa apple refresh token v2`, the kind of place and its keys, NUL-separated (none of them contains NUL:
+    /// they are our UUIDs, SHA-256 hex, and configured client ids).
+    static func associatedData(_ place: SealedTokenPlace) -> [UInt8] {
+        let parts: [String]
+        switch place {
+        case .account(let userID, let clientID): parts = ["account", userID, clientID]
+        case .pendingProfile(let tokenHash): parts = ["pending-profile", tokenHash]
+        case .revocation(let id): parts = ["revocation", id]
+        }
+        return Array((["siwa apple refresh token v2"] + parts).joined(separator: "\u{0}").utf8)
     }
 }
 
 /// CSRF tokens for state-changing forms: an HMAC of the session (or pending profile) hash under a
 /// key derived from TOKEN_ENCRYPTION_KEY. Nothing to store, and a token is useless for another session.
-struct CSRFTokens: Sendable {
+struct CSRFTokens: Sendable, CustomStringConvertible {
+    /// Never the key, whatever prints the value.
+    var description: String { "CSRFTokens(key redacted)" }
+
     private let key: [UInt8]
 
     init(secret: AESGCMKey) {

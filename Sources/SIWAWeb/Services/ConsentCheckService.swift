@@ -6,14 +6,19 @@ import SIWAStore
 
 /// Notices that a person stopped using Sign in with Apple with this site even when Apple's
 /// `consent-revoked` notification never arrives (no notification URL registered, or it was lost):
-/// at most once a day per person it validates the stored refresh token with Apple
-/// (`grant_type=refresh_token`). Apple's `invalid_grant` means the person revoked consent: their
-/// sessions end and their Apple tokens are dropped, exactly as the notification would do.
+/// at most once a day per person it validates the stored refresh tokens with Apple
+/// (`grant_type=refresh_token`; one per client id: the website's and the app's). Apple's
+/// `invalid_grant` means the person revoked consent: when every token of the person gets it, their
+/// sessions end and their Apple tokens are dropped, exactly as the notification would do; a token
+/// refused while another is still good (an app not grouped with the website at Apple) is dropped alone.
 ///
 /// Only `invalid_grant` is read as a revocation. Apple's 5xx, timeouts, refused connections and
 /// malformed answers mean "ask again later", and other Apple errors (`invalid_client`, …) point at
 /// our own configuration, so they stop the pass without touching anybody.
-public struct ConsentCheckService: Service {
+public struct ConsentCheckService: Service, CustomStringConvertible {
+    /// Just the name (see ``RevocationWorker/description``).
+    public var description: String { "ConsentCheckService" }
+
     /// The knobs, each with its default.
     public struct Configuration: Sendable {
         /// A person is checked again when their last check (or sign-in, which validates the token
@@ -124,16 +129,16 @@ public struct ConsentCheckService: Service {
                     before: start - configuration.checkInterval, limit: configuration.batchSize + schedule.retryAt.count)
                 let fresh = due.filter { !schedule.isWaiting($0.0.id, now: start) && !seen.contains($0.0.id) }
                 if fresh.isEmpty { break }
-                for (account, token) in fresh {
+                for (account, tokens) in fresh {
                     if Task.isCancelled { break }
                     seen.insert(account.id)
-                    if let validatedAt = token.validatedAt, validatedAt >= start - configuration.checkInterval {
-                        // The code exchange at a recent sign-in already proved the token good.
+                    if let validatedAt = tokens.compactMap(\.validatedAt).max(), validatedAt >= start - configuration.checkInterval {
+                        // The code exchange at a recent sign-in already proved consent.
                         try await dependencies.database.markConsentChecked(userID: account.id, now: validatedAt)
                         result.recentlyValidated += 1
                         continue
                     }
-                    switch await check(account, token) {
+                    switch await check(account, tokens) {
                     case .valid:
                         result.valid += 1
                         transientInARow = 0
@@ -171,15 +176,54 @@ public struct ConsentCheckService: Service {
         case configuration(String)
     }
 
-    /// One person's check. Database errors propagate (they stop the pass); Apple's are classified.
+    /// One person's check over all their tokens (one call to Apple each, spaced like people are). Valid when
+    /// any token is good (tokens Apple refused are then dropped alone); revoked when Apple refused every one.
+    private func check(_ account: UserAccount, _ tokens: [AppleTokenRecord]) async -> Outcome {
+        var refused: [AppleTokenRecord] = []
+        var transient: String?
+        var valid = false
+        for (index, token) in tokens.enumerated() {
+            if index > 0 { try? await Task.sleep(for: configuration.callSpacing) }
+            switch await check(account, token) {
+            case .valid: valid = true
+            case .revoked: refused.append(token)
+            case .transient(let reason): transient = reason
+            case .configuration(let reason): return .configuration(reason)
+            }
+        }
+        do {
+            if valid {
+                for token in refused {
+                    try await dependencies.database.deleteAppleToken(userID: account.id, clientID: token.clientID)
+                    logger.info("Apple no longer accepts one of the person's tokens: dropped", metadata: [
+                        "user": .string(account.id), "client": .string(token.clientID),
+                    ])
+                }
+                try await dependencies.database.markConsentChecked(userID: account.id, now: now())
+                record("valid")
+                return .valid
+            }
+            if let transient { return .transient(transient) }
+            // Matched by sub, like the notification; a concurrent transfer or deletion makes it a no-op.
+            _ = try await dependencies.database.revokeConsent(sub: account.appleSub)
+        } catch {
+            return .transient("database: \(error)")
+        }
+        record("revoked")
+        logger.info("Apple consent revoked: sessions ended, tokens dropped", metadata: ["user": .string(account.id)])
+        return .revoked
+    }
+
+    /// One token's check with Apple. `.revoked` means Apple answered `invalid_grant`; nothing is written here.
     private func check(_ account: UserAccount, _ token: AppleTokenRecord) async -> Outcome {
         let refreshToken: String
         do {
-            refreshToken = try dependencies.cipher.open(token.refreshToken, context: refreshTokenContext)
+            refreshToken = try dependencies.cipher.open(token.refreshToken, from: .account(userID: token.userID, clientID: token.clientID))
         } catch {
-            // Nothing Apple could tell us; most likely TOKEN_ENCRYPTION_KEY changed. Retried later, never revoked.
+            // Nothing Apple could tell us: TOKEN_ENCRYPTION_KEY changed, or the ciphertext was not sealed for this
+            // account (copied from another row). Retried later, never revoked.
             logger.error("stored Apple token does not decrypt (was TOKEN_ENCRYPTION_KEY changed?)",
-                         metadata: ["user": .string(account.id)])
+                         metadata: ["user": .string(account.id), "client": .string(token.clientID)])
             record("undecryptable")
             return .transient("the stored token does not decrypt")
         }
@@ -187,19 +231,9 @@ public struct ConsentCheckService: Service {
             _ = try await dependencies.metrics.timeAppleCall("refresh") {
                 try await dependencies.apple.refresh(refreshToken: refreshToken, clientID: token.clientID)
             }
-            try await dependencies.database.markConsentChecked(userID: account.id, now: now())
-            record("valid")
             return .valid
         } catch let error as AppleAPIError {
             if case .apple(let code, _, _) = error, code == "invalid_grant" {
-                do {
-                    // Matched by sub, like the notification; a concurrent transfer or deletion makes it a no-op.
-                    _ = try await dependencies.database.revokeConsent(sub: account.appleSub)
-                } catch {
-                    return .transient("database: \(error)")
-                }
-                record("revoked")
-                logger.info("Apple consent revoked: sessions ended, tokens dropped", metadata: ["user": .string(account.id)])
                 return .revoked
             }
             if case .apple = error {

@@ -6,7 +6,11 @@ import SIWAStore
 /// Sends queued revocations to Apple until Apple accepts (SPEC §5). The queue is the
 /// `revocation_outbox` table, written in the same transaction as the deletion, so work survives
 /// restarts; each item is leased, so several instances never send one twice at the same time.
-struct RevocationWorker: Service {
+struct RevocationWorker: Service, CustomStringConvertible {
+    /// Just the name: ServiceLifecycle logs each service as `"\(service)"` (debug level), which would otherwise
+    /// write out the whole dependencies value, keys included, on one 40 KiB line.
+    var description: String { "RevocationWorker" }
+
     let dependencies: SIWADependencies
     let logger: Logger
     /// Poll interval when nothing wakes the worker (other instances may enqueue too).
@@ -58,7 +62,7 @@ struct RevocationWorker: Service {
     private func send(_ item: RevocationItem) async -> Bool {
         let database = dependencies.database
         do {
-            let token = try dependencies.cipher.open(item.token, context: refreshTokenContext)
+            let token = try dependencies.cipher.open(item.token, from: .revocation(id: item.id))
             try await dependencies.metrics.timeAppleCall("revoke") {
                 try await dependencies.apple.revoke(token: token, clientID: item.clientID, tokenTypeHint: item.tokenTypeHint)
             }
@@ -68,7 +72,7 @@ struct RevocationWorker: Service {
             return true
         } catch {
             let delay = Self.backoff(attempts: item.attempts)
-            let description = String(describing: error)
+            let description = LogSafe.text(String(describing: error), limit: 500)
             dependencies.metrics.revocationAttempt("failed")
             logger.warning("revocation failed; will retry", metadata: [
                 "item": .string(item.id), "retryIn": .stringConvertible(delay), "error": .string(description),

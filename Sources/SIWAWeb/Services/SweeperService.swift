@@ -4,7 +4,10 @@ import SIWAStore
 
 /// Deletes expired pending authorizations, sessions and pending profiles once a minute, so those
 /// tables stay bounded however many sign-ins are abandoned.
-struct SweeperService: Service {
+struct SweeperService: Service, CustomStringConvertible {
+    /// Just the name (see ``RevocationWorker/description``).
+    var description: String { "SweeperService" }
+
     let database: SIWADatabase
     let now: @Sendable () -> Int64
     let logger: Logger

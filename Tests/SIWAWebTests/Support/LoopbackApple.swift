@@ -49,12 +49,15 @@ final class LoopbackApple: Sendable {
         var tokenBehaviour: TokenBehaviour = .normal
         var revokeStatus = 200
         var subByCode: [String: String] = [:]
+        /// Refresh tokens the refresh grant accepts (under `.normal`); any other gets `invalid_grant`.
+        var acceptedRefreshTokens: Set<String> = []
         var requests: [(path: String, form: [String: String])] = []
         var keysFetches = 0
 
         func set(_ behaviour: TokenBehaviour) { tokenBehaviour = behaviour }
         func setRevokeStatus(_ status: Int) { revokeStatus = status }
         func register(code: String, sub: String) { subByCode[code] = sub }
+        func accept(refreshToken: String) { acceptedRefreshTokens.insert(refreshToken) }
         func record(_ path: String, _ form: [String: String]) { requests.append((path, form)) }
         func fetchedKeys() { keysFetches += 1 }
         func requests(to path: String) -> [[String: String]] { requests.filter { $0.path == path }.map(\.form) }
@@ -106,6 +109,9 @@ final class LoopbackApple: Sendable {
                 return jsonResponse(["error": "invalid_grant"], status: .badRequest)
             case .normal, .otherSub:
                 break
+            }
+            if form["grant_type"] == "refresh_token", let token = form["refresh_token"], await state.acceptedRefreshTokens.contains(token) {
+                return jsonResponse(["access_token": "access-refreshed", "token_type": "Bearer"])
             }
             guard let code = form["code"], var sub = await state.subByCode[code], let clientID = form["client_id"] else {
                 return jsonResponse(["error": "invalid_grant"], status: .badRequest)

@@ -42,14 +42,17 @@ struct TestApp {
 
     /// Runs `test` against the app on `backend` (skipped when that backend is unavailable).
     static func run(
-        _ backend: Backend, settings overrides: [String: String] = [:], live: Bool = false,
+        _ backend: Backend, settings overrides: [String: String] = [:], live: Bool = false, logger: Logger? = nil,
         _ test: @escaping @Sendable (TestApp, Browser) async throws -> Void
     ) async throws {
         guard let database = try await backend.open() else { return }
         let apple = try await LoopbackApple.start()
         let configuration = try SIWAConfiguration.load(from: try settings(apple: apple, overrides: overrides))
-        var logger = Logger(label: "test.web")
-        logger.logLevel = .warning
+        let logger = logger ?? {
+            var logger = Logger(label: "test.web")
+            logger.logLevel = .warning
+            return logger
+        }()
         var httpConfiguration = CurlHTTPClient.Configuration()
         httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
         let http = CurlHTTPClient(configuration: httpConfiguration)
