@@ -21,15 +21,4 @@ public enum ChildProcess {
         }
         return (process.terminationStatus, output)
     }
-
-    /// `curl` from a chosen loopback source address (`--interface`), with the path exactly as
-    /// given: answers the status code, or nil when curl failed.
-    public static func curlStatus(_ url: String, from source: String, headers: [(String, String)] = [], method: String = "GET") async throws -> Int? {
-        var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--path-as-is", "--max-time", "10",
-                         "--interface", source, "-X", method]
-        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
-        arguments.append(url)
-        let (status, output) = try await run("/usr/bin/curl", arguments)
-        return status == 0 ? Int(output) : nil
-    }
 }

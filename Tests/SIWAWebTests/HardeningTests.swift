@@ -65,7 +65,7 @@ struct HardeningTests {
             #expect(try await browser.get("/metrics").status == .notFound)
             var answer: Int?
             for _ in 0..<50 {   // the second listener starts beside the first
-                answer = try await ChildProcess.curlStatus("http://127.0.0.1:\(port)/metrics", from: "127.0.0.1")
+                answer = try? await SourceBoundHTTP.status(port: port, path: "/metrics", from: "127.0.0.1")
                 if answer == 200 { break }
                 try await Task.sleep(for: .milliseconds(100))
             }

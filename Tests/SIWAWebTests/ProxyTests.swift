@@ -91,7 +91,7 @@ struct TrustedProxiesTests {
 }
 
 /// SPEC §9 over real sockets: the app on 127.0.0.1, requests from 127.0.0.1 (the trusted proxy)
-/// and from 127.0.0.2 (a client reaching the app directly), sent with curl.
+/// and from 127.0.0.2 (a client reaching the app directly).
 @Suite("Rate limit and sign-in cap behind a proxy (live)")
 struct ProxyLiveTests {
     static let proxy = "127.0.0.1"
@@ -100,23 +100,24 @@ struct ProxyLiveTests {
     @Test("an untrusted peer's forged X-Forwarded-For is ignored: its requests share its own bucket", arguments: [Backend.sqlite])
     func forgedForwardedFor(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { _, browser in
-            let url = "http://127.0.0.1:\(try #require(browser.port))/auth/apple"
-            var statuses: [Int?] = []
+            let port = try #require(browser.port)
+            var statuses: [Int] = []
             for index in 1...3 {
-                statuses.append(try await ChildProcess.curlStatus(url, from: Self.stranger, headers: [("X-Forwarded-For", "192.0.2.\(index)")]))
+                statuses.append(try await SourceBoundHTTP.status(port: port, path: "/auth/apple", from: Self.stranger,
+                                                                 headers: [("X-Forwarded-For", "192.0.2.\(index)")]))
             }
             #expect(statuses == [303, 303, 429])
             // the trusted proxy's clients are still served, each in its own bucket
-            #expect(try await ChildProcess.curlStatus(url, from: Self.proxy, headers: [("X-Forwarded-For", "192.0.2.1")]) == 303)
+            #expect(try await SourceBoundHTTP.status(port: port, path: "/auth/apple", from: Self.proxy, headers: [("X-Forwarded-For", "192.0.2.1")]) == 303)
         }
     }
 
     @Test("behind the trusted proxy: per client address, per matched route, whatever the path spelling", arguments: [Backend.sqlite])
     func perClientPerRoute(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { _, browser in
-            let base = "http://127.0.0.1:\(try #require(browser.port))"
-            func get(_ path: String, client: String) async throws -> Int? {
-                try await ChildProcess.curlStatus(base + path, from: Self.proxy, headers: [("X-Forwarded-For", client)])
+            let port = try #require(browser.port)
+            func get(_ path: String, client: String) async throws -> Int {
+                try await SourceBoundHTTP.status(port: port, path: path, from: Self.proxy, headers: [("X-Forwarded-For", client)])
             }
             // three spellings of one route share one budget
             #expect(try await get("/auth/apple", client: "198.51.100.1") == 303)
@@ -127,7 +128,7 @@ struct ProxyLiveTests {
             #expect(try await get("/auth/apple", client: "203.0.113.77, 198.51.100.1") == 429)
             // another client, and the same client on another limited route, are not affected
             #expect(try await get("/auth/apple", client: "198.51.100.2") == 303)
-            #expect(try await ChildProcess.curlStatus(base + "/auth/apple/callback", from: Self.proxy,
+            #expect(try await SourceBoundHTTP.status(port: port, path: "/auth/apple/callback", from: Self.proxy,
                                                       headers: [("X-Forwarded-For", "198.51.100.1"), ("Content-Type", "application/x-www-form-urlencoded")],
                                                       method: "POST") == 400)
             // IPv6: one /64 is one client
@@ -141,12 +142,14 @@ struct ProxyLiveTests {
     @Test("sign-ins in progress are capped per client: one client cannot use up the table for everyone", arguments: Backend.all)
     func perClientCap(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "3", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { app, browser in
-            let url = "http://127.0.0.1:\(try #require(browser.port))/auth/apple"
+            let port = try #require(browser.port)
             let before = try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
-            var statuses: [Int?] = []
-            for _ in 1...4 { statuses.append(try await ChildProcess.curlStatus(url, from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.50")])) }
+            var statuses: [Int] = []
+            for _ in 1...4 {
+                statuses.append(try await SourceBoundHTTP.status(port: port, path: "/auth/apple", from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.50")]))
+            }
             #expect(statuses == [303, 303, 303, 429])
-            #expect(try await ChildProcess.curlStatus(url, from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.51")]) == 303)
+            #expect(try await SourceBoundHTTP.status(port: port, path: "/auth/apple", from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.51")]) == 303)
             let after = try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
             #expect(after - before == 4)
         }
