@@ -13,9 +13,10 @@ struct EmulatorCommand: AsyncParsableCommand {
         abstract: "Runs the Apple ID emulator alone, e.g. for a staging deployment (APPLE_BASE_URL points at it).",
         discussion: """
             One team: --team-id, --key-id, --public-key, --client-id/--native-client-id and --redirect-uri.
-            Several teams, Services IDs, app bundle ids and test people: --config emulator.json
-            (deploy/emulator.json is an example). --state-file keeps people, consents and refresh
-            tokens across restarts. Beyond loopback, the admin API needs --admin-token.
+
+            Several teams, Services IDs, app bundle ids and test people: --config emulator.json (deploy/emulator.json is an example).
+
+            --state-file keeps people, consents and refresh tokens across restarts. Beyond loopback, the admin API needs --admin-token.
             """
     )
 

@@ -148,4 +148,29 @@ struct FidelityTests {
         }
         #expect(await !state.isFirstAuthorization(personID: "p1", clientID: EmulatorFixture.webClientID), "stop-using was refused")
     }
+
+    enum BadAdminBody: String, CaseIterable, Sendable {
+        case notJSON, missingFields, wrongShape, over64KiB
+
+        var body: String {
+            switch self {
+            case .notJSON: "{not json"
+            case .missingFields: #"{"given_name": "A"}"#
+            case .wrongShape: "[]"
+            case .over64KiB: #"{"pad": ""# + String(repeating: "x", count: 70 * 1024) + #""}"#
+            }
+        }
+    }
+
+    @Test("bad admin input is a 4xx JSON error, never a 500", arguments: BadAdminBody.allCases)
+    func badAdminInput(_ bad: BadAdminBody) async throws {
+        let fixture = try EmulatorFixture()
+        try await fixture.app().test(.router) { client in
+            for uri in ["/emulator/admin/people", "/emulator/admin/approve"] {
+                let response = try await client.executeRequest(uri: uri, method: .post, headers: jsonHeaders, body: ByteBuffer(string: bad.body))
+                #expect((400..<500).contains(Int(response.status.code)), "\(uri): \(response.status)")
+                #expect(try response.json()["error"] is String)
+            }
+        }
+    }
 }

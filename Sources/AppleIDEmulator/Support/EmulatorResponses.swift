@@ -48,6 +48,9 @@ enum EmulatorResponse {
             oauthError(error)
         case is DecodingError:
             json(["error": "invalid JSON body: \(error)"], status: .badRequest)
+        case let error as any HTTPResponseError:
+            // e.g. a body over 64 KiB: 413, never a 500.
+            json(["error": "\(error.status.code) \(error.status.reasonPhrase)"], status: error.status)
         default:
             json(["error": String(describing: error)], status: .internalServerError)
         }
