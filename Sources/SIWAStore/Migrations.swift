@@ -142,6 +142,18 @@ let migrations: [Migration] = [
         "DROP TABLE apple_tokens",
         "ALTER TABLE apple_tokens_by_client RENAME TO apple_tokens",
     ]),
+    // Background work shared by several instances on one database (versions 4 and 5 belong to the
+    // gateway and the OpenID provider).
+    Migration(version: 6, name: "consent-check claims and job leases", statements: [
+        "ALTER TABLE users ADD COLUMN consent_claimed_until BIGINT NULL",
+        """
+        CREATE TABLE job_leases (
+            name TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            lease_until BIGINT NOT NULL
+        )
+        """,
+    ]),
 ]
 
 extension SIWADatabase {

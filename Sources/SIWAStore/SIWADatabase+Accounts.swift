@@ -127,7 +127,9 @@ extension SIWADatabase {
     /// Records that the person's Apple consent was checked (their refresh tokens validated) at `now`.
     public func markConsentChecked(userID: String, now: Int64) async throws {
         try await transaction { sql in
-            try await sql.raw("UPDATE users SET consent_checked_at = \(bind: now) WHERE id = \(bind: userID)").run()
+            try await sql.raw("""
+                UPDATE users SET consent_checked_at = \(bind: now), consent_claimed_until = NULL WHERE id = \(bind: userID)
+                """).run()
             try await sql.raw("UPDATE apple_tokens SET validated_at = \(bind: now) WHERE user_id = \(bind: userID)").run()
         }
     }
@@ -152,6 +154,58 @@ extension SIWADatabase {
                 Pair(user: try row.userAccount(prefix: "u_"), token: try row.appleToken(prefix: "t_"))
             }
         }
+        return Self.groupedByUser(rows)
+    }
+
+    /// Claims up to `limit` accounts due for their consent check (last checked before `before`, with a
+    /// stored Apple token, and no other instance's claim still running at `now`) until `claimUntil`, and
+    /// returns them with all their tokens. Across instances each person is claimed by one of them
+    /// (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite's single writer), so Apple validates a refresh
+    /// token at most once per interval; a claimer that dies leaves its claims to expire, after which
+    /// the people are due again. ``markConsentChecked(userID:now:)`` ends a claim;
+    /// ``releaseConsentClaim(userID:until:)`` hands it back (0: at once; later: not before then).
+    public func claimUsersForConsentCheck(before: Int64, now: Int64, claimUntil: Int64, limit: Int) async throws
+        -> [(UserAccount, [AppleTokenRecord])] {
+        guard limit > 0 else { return [] }
+        let skipLocked = dialect.forUpdateSkipLocked
+        let columns = Columns.list(Columns.user, table: "u", prefix: "u_") + ", "
+            + Columns.list(Columns.appleToken, table: "t", prefix: "t_")
+        let rows = try await transaction { sql -> [Pair] in
+            let claimed = try await sql.raw("""
+                UPDATE users SET consent_claimed_until = \(bind: claimUntil)
+                WHERE id IN (
+                    SELECT id FROM users
+                    WHERE COALESCE(consent_checked_at, 0) < \(bind: before)
+                      AND COALESCE(consent_claimed_until, 0) <= \(bind: now)
+                      AND EXISTS (SELECT 1 FROM apple_tokens WHERE apple_tokens.user_id = users.id)
+                    ORDER BY COALESCE(consent_checked_at, 0), id
+                    LIMIT \(bind: limit)\(unsafeRaw: skipLocked)
+                )
+                AND COALESCE(consent_claimed_until, 0) <= \(bind: now)
+                RETURNING id
+                """).all().map { try $0.decode(column: "id", as: String.self) }
+            guard !claimed.isEmpty else { return [] }
+            return try await sql.raw("""
+                SELECT \(unsafeRaw: columns) FROM users u JOIN apple_tokens t ON t.user_id = u.id
+                WHERE u.id IN (\(binds: claimed))
+                ORDER BY COALESCE(u.consent_checked_at, 0), u.id, t.client_id
+                """).all().map { row in
+                Pair(user: try row.userAccount(prefix: "u_"), token: try row.appleToken(prefix: "t_"))
+            }
+        }
+        return Self.groupedByUser(rows)
+    }
+
+    /// Hands a consent-check claim back: due again for any instance from `until` (0: at once; a later
+    /// time keeps everybody from retrying a transient failure before then).
+    public func releaseConsentClaim(userID: String, until: Int64) async throws {
+        try await write { sql in
+            try await sql.raw("UPDATE users SET consent_claimed_until = \(bind: until) WHERE id = \(bind: userID)").run()
+        }
+    }
+
+    /// Rows of (account, token), ordered by account, as one entry per account with all its tokens.
+    private static func groupedByUser(_ rows: [Pair]) -> [(UserAccount, [AppleTokenRecord])] {
         var due: [(UserAccount, [AppleTokenRecord])] = []
         for pair in rows {
             if let last = due.last, last.0.id == pair.user.id {

@@ -42,7 +42,7 @@ public func buildApplication(
     )
     app.addServices(ResourceCloser(database: dependencies.database, http: dependencies.http))
     app.addServices(RevocationWorker(dependencies: dependencies, logger: logger))
-    app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger))
+    app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger, instanceID: dependencies.instanceID))
     app.addServices(ConsentCheckService(dependencies: dependencies, logger: logger))
     if let metricsPort = configuration.metricsPort {
         // `/metrics` on its own listener (SPEC §9): the public port never serves it, and the

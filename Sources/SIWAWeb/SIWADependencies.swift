@@ -26,6 +26,8 @@ public struct SIWADependencies: Sendable {
     let rateLimit: RateLimitMiddleware
     /// `MAX_PENDING_AUTHORIZATIONS` and its per-client share, for the web and the native starts alike.
     let signInCap: SignInCap
+    /// This process among the instances sharing the database: the holder of its job leases.
+    public let instanceID = SecureRandom.token(byteCount: 12)
     let revocationSignal: RevocationSignal
 
     /// Builds the Apple client pieces from `configuration`. The caller owns `database` and `http`.

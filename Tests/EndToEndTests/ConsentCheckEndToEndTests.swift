@@ -32,8 +32,7 @@ struct ConsentCheckEndToEndTests {
             configuration.callSpacing = .zero
             let service = ConsentCheckService(dependencies: dependencies, logger: TestDatabase.quietLogger,
                                               configuration: configuration, now: { Int64(Date().timeIntervalSince1970) + 2 * 86_400 })
-            var schedule = ConsentCheckService.Schedule()
-            let result = await service.runOnce(schedule: &schedule)
+            let result = await service.runOnce()
 
             // validate
             #expect(result.revoked == 1 && result.valid == 1 && result.deferred == 0 && result.stoppedEarly == nil)

@@ -10,13 +10,13 @@ import Testing
 extension TestApp {
     /// The consent check as the app runs it, but without pauses, and with a clock `daysAhead` days
     /// in the future so that everybody signed in now is due.
-    func consentCheck(daysAhead: Int64 = 2, edit: (inout ConsentCheckService.Configuration) -> Void = { _ in })
+    func consentCheck(daysAhead: Int64 = 2, secondsAhead: Int64? = nil, edit: (inout ConsentCheckService.Configuration) -> Void = { _ in })
         -> ConsentCheckService
     {
         var configuration = ConsentCheckService.Configuration()
         configuration.callSpacing = .zero
         edit(&configuration)
-        let offset = daysAhead * 86_400
+        let offset = secondsAhead ?? daysAhead * 86_400
         return ConsentCheckService(dependencies: dependencies, logger: TestDatabase.quietLogger, configuration: configuration,
                                    now: { Int64(Date().timeIntervalSince1970) + offset })
     }
@@ -42,9 +42,8 @@ struct ConsentCheckTests {
             let account = try #require(try await app.database.user(sub: "cc.revoked"))
             #expect(try await app.isSignedIn(browser))
             await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
-            var schedule = ConsentCheckService.Schedule()
             // MUT
-            let result = await app.consentCheck().runOnce(schedule: &schedule)
+            let result = await app.consentCheck().runOnce()
             // validate
             #expect(result.revoked == 1 && result.valid == 0 && result.deferred == 0 && result.stoppedEarly == nil)
             #expect(try await app.isSignedIn(browser) == false)
@@ -55,7 +54,7 @@ struct ConsentCheckTests {
             #expect(call["refresh_token"]?.hasPrefix("refresh-c") == true, "the decrypted token, not the ciphertext")
             #expect((call["client_secret"] ?? "").split(separator: ".").count == 3)
             // A second pass has nobody left to check.
-            let second = await app.consentCheck().runOnce(schedule: &schedule)
+            let second = await app.consentCheck().runOnce()
             #expect(second == ConsentCheckService.PassResult())
         }
     }
@@ -68,10 +67,9 @@ struct ConsentCheckTests {
             try await app.signIn(browser, sub: "cc.five1")
             try await app.signIn(other, sub: "cc.five2", given: "Grace", family: "Hopper", email: "grace@example.com")
             await app.apple.state.set(.status(503))
-            var schedule = ConsentCheckService.Schedule()
             let service = app.consentCheck()
             // MUT
-            let result = await service.runOnce(schedule: &schedule)
+            let result = await service.runOnce()
             // validate
             #expect(result.deferred == 2 && result.revoked == 0 && result.stoppedEarly == nil)
             #expect(try await app.isSignedIn(browser))
@@ -85,13 +83,12 @@ struct ConsentCheckTests {
 
             // While they wait for their retry, Apple is not asked again.
             await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
-            let waiting = await service.runOnce(schedule: &schedule)
+            let waiting = await service.runOnce()
             #expect(waiting.revoked == 0)
             #expect(await app.refreshRequests().count == 2)
 
-            // Once the retry is due, the answer counts.
-            var later = ConsentCheckService.Schedule()
-            let retried = await service.runOnce(schedule: &later)
+            // Once the retry is due (after personRetryDelay, for every instance), the answer counts.
+            let retried = await app.consentCheck(secondsAhead: 2 * 86_400 + 3_601).runOnce()
             #expect(retried.revoked == 2)
             #expect(try await app.isSignedIn(browser) == false)
             #expect(try await app.isSignedIn(other) == false)
@@ -113,8 +110,7 @@ struct ConsentCheckTests {
             checkConfiguration.callSpacing = .zero
             let service = ConsentCheckService(dependencies: impatient, logger: TestDatabase.quietLogger, configuration: checkConfiguration,
                                               now: { Int64(Date().timeIntervalSince1970) + 2 * 86_400 })
-            var schedule = ConsentCheckService.Schedule()
-            let result = await service.runOnce(schedule: &schedule)
+            let result = await service.runOnce()
             #expect(result.deferred == 1 && result.revoked == 0)
             #expect(try await app.isSignedIn(browser))
             let account = try #require(try await app.database.user(sub: "cc.slow"))
@@ -129,8 +125,7 @@ struct ConsentCheckTests {
                 try await app.signIn(browser.fresh(), sub: "cc.out\(index)")
             }
             await app.apple.state.set(.status(502))
-            var schedule = ConsentCheckService.Schedule()
-            let result = await app.consentCheck { $0.outageThreshold = 3 }.runOnce(schedule: &schedule)
+            let result = await app.consentCheck { $0.outageThreshold = 3 }.runOnce()
             #expect(result.deferred == 3)
             #expect(result.stoppedEarly?.contains("502") == true)
             #expect(await app.refreshRequests().count == 3)
@@ -143,8 +138,7 @@ struct ConsentCheckTests {
             try await app.signIn(browser, sub: "cc.cfg1")
             try await app.signIn(browser.fresh(), sub: "cc.cfg2")
             await app.apple.state.set(.appleError(code: "invalid_client", status: 401))
-            var schedule = ConsentCheckService.Schedule()
-            let result = await app.consentCheck().runOnce(schedule: &schedule)
+            let result = await app.consentCheck().runOnce()
             #expect(result.revoked == 0 && result.deferred == 0)
             #expect(result.stoppedEarly?.contains("invalid_client") == true)
             #expect(await app.refreshRequests().count == 1)
@@ -159,15 +153,14 @@ struct ConsentCheckTests {
             let account = try #require(try await app.database.user(sub: "cc.fresh"))
             let token = try #require(try await app.database.appleTokens(userID: account.id).first)
             await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
-            var schedule = ConsentCheckService.Schedule()
             // MUT: a clock one hour on, so the sign-in is within the day
             let service = ConsentCheckService(dependencies: app.dependencies, logger: TestDatabase.quietLogger,
                                               now: { Int64(Date().timeIntervalSince1970) + 3_600 })
-            let first = await service.runOnce(schedule: &schedule)
+            let first = await service.runOnce()
             // validate
             #expect(first.recentlyValidated == 1 && first.revoked == 0)
             #expect(try await app.database.user(sub: "cc.fresh")?.consentCheckedAt == token.validatedAt)
-            let again = await service.runOnce(schedule: &schedule)
+            let again = await service.runOnce()
             #expect(again == ConsentCheckService.PassResult())
             #expect(await app.refreshRequests().isEmpty)
             #expect(try await app.isSignedIn(browser))

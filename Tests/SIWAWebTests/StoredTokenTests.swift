@@ -53,8 +53,7 @@ struct StoredTokenTests {
             #expect(try await app.database.replaceSealedToken(bRow, with: aToken.refreshToken))
 
             // MUT: the daily consent check (the stand-in answers invalid_grant), then b deletes the account
-            var schedule = ConsentCheckService.Schedule()
-            let result = await app.consentCheck().runOnce(schedule: &schedule)
+            let result = await app.consentCheck().runOnce()
             try await app.dependencies.deleteAccount(b, revoke: true)
 
             // validate: a's token went to Apple once, for a; b's row did not open (deferred, never revoked)
@@ -102,8 +101,7 @@ struct StoredTokenTests {
             let item = try #require(try await app.database.revocation(id: "legacy-item"))
             #expect(try cipher.open(item.token, from: .revocation(id: "legacy-item")) == "refresh-legacy-outbox")
             // the re-sealed account token is what the consent check sends to Apple
-            var schedule = ConsentCheckService.Schedule()
-            _ = await app.consentCheck().runOnce(schedule: &schedule)
+            _ = await app.consentCheck().runOnce()
             #expect(await app.refreshRequests().compactMap { $0["refresh_token"] } == ["refresh-legacy-account"])
             // idempotent: a second start finds nothing left but the one that never opened
             #expect(try await app.dependencies.resealLegacyTokens(logger: TestDatabase.quietLogger)
@@ -175,8 +173,7 @@ struct StoredTokenTests {
             let account = try #require(try await app.database.user(sub: "st.check"))
 
             // MUT: the stand-in refuses both (invalid_grant): consent is gone
-            var schedule = ConsentCheckService.Schedule()
-            let result = await app.consentCheck().runOnce(schedule: &schedule)
+            let result = await app.consentCheck().runOnce()
 
             // validate
             #expect(result.revoked == 1 && result.valid == 0 && result.deferred == 0)
@@ -201,8 +198,7 @@ struct StoredTokenTests {
             _ = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger)
 
             // MUT
-            var schedule = ConsentCheckService.Schedule()
-            let result = await app.consentCheck().runOnce(schedule: &schedule)
+            let result = await app.consentCheck().runOnce()
 
             // validate
             #expect(result.valid == 1 && result.revoked == 0 && result.deferred == 0)

@@ -354,7 +354,7 @@ def pg_ready(port):
     return subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(port)]).returncode == 0
 
 
-def prepare_cluster(version, cluster):
+def prepare_cluster(version, cluster, database="siwa_chaos"):
     """A dedicated cluster by default, so stopping it never disturbs anyone else's database."""
     port, status = pg_cluster_port(version, cluster)
     if port is None:
@@ -374,9 +374,16 @@ def prepare_cluster(version, cluster):
                                "-qtA", "-c", sql], capture_output=True, text=True, check=True).stdout.strip()
     if psql("SELECT 1 FROM pg_roles WHERE rolname = 'siwa'") != "1":
         psql("CREATE ROLE siwa LOGIN PASSWORD 'siwa'")
-    psql("DROP DATABASE IF EXISTS siwa_chaos")
-    psql("CREATE DATABASE siwa_chaos OWNER siwa")
+    psql(f"DROP DATABASE IF EXISTS {database}")
+    psql(f"CREATE DATABASE {database} OWNER siwa")
     return port
+
+
+def pg_rows(port, database, sql):
+    """Rows of a query as lists of strings (psql -A, `|`-separated)."""
+    out = subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-p", str(port), "-d", database, "-v", "ON_ERROR_STOP=1",
+                          "-qtA", "-c", sql], capture_output=True, text=True, check=True).stdout
+    return [line.split("|") for line in out.splitlines() if line]
 
 
 def postgres_restart(args):
@@ -654,6 +661,104 @@ def crash(args):
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+# ------------------------------------------------------------------------------------------ instances
+
+def instances(args):
+    """Two `siwa serve` processes on one PostgreSQL under sign-in load; one is killed -9. Every sign-in that
+    got its 303 (on either) is intact, and every pending revocation is delivered exactly once."""
+    version = pg_version()
+    port = prepare_cluster(version, args.cluster, database="siwa_instances")
+    workdir = tempfile.mkdtemp(prefix="siwa-chaos-instances-")
+    database_url = f"postgres://siwa:siwa@127.0.0.1:{port}/siwa_instances"
+    first = Stack(args.binary, workdir, database_url)
+    # the second instance: the same settings, keys and database, its own port and process
+    second = Stack(args.binary, workdir, database_url)
+    second.emulator_port, second.redirect_uri = first.emulator_port, first.redirect_uri
+    second.app_log = os.path.join(workdir, "app-2.log")
+    try:
+        first.start_emulator()
+        pid = first.start_app()
+        pid2 = second.start_app()
+        note(f"siwa pids {pid} (port {first.app_port}) and {pid2} (port {second.app_port}), PostgreSQL {version}/{args.cluster} on {port}")
+
+        def query(sql):
+            return pg_rows(port, "siwa_instances", sql)
+
+        # setup: deletions on both instances while Apple refuses revokes → failing outbox items
+        first.fault("revoke", "status", status=503)
+        deleted = []
+        for i in range(args.deletions):
+            stack = first if i % 2 == 0 else second
+            browser = Browser(stack.app_port)
+            person_id, _ = first.new_person(f"Gone{i}")
+            stack.sign_in(browser, person_id)
+            check(stack.delete_account(browser).page == "deleted", f"account {i + 1} deleted on instance {1 + i % 2} while Apple's revoke fails")
+            deleted.append(person_id)
+        first.wait_until(lambda: query("SELECT COUNT(*) FROM revocation_outbox WHERE completed_at IS NULL AND attempts > 0")[0][0]
+                         == str(args.deletions), "revocations failing", seconds=30)
+
+        # load on both instances; a slow token endpoint keeps exchanges in flight
+        first.fault("token", "latency", latency_ms=150)
+        lock = threading.Lock()
+        signed = []
+
+        def step(worker, i):
+            stack = first if worker % 2 == 0 else second
+            given = f"Two{worker}x{i}"
+            person_id, sub = first.new_person(given)
+            response = stack.sign_in(Browser(stack.app_port), person_id)
+            if response.status == 303 and response.header("Location") == "/account":
+                with lock:
+                    signed.append((sub, given))
+            return f"{1 + worker % 2}:" + describe(response)
+
+        load = Load(args.workers, step)
+        load.start()
+        time.sleep(args.load_seconds)
+        os.kill(pid, signal.SIGKILL)
+        first.app.wait()
+        note(f"instance 1 killed -9 after {args.load_seconds} s of load")
+        # Apple recovers; the survivor carries on under load and drains the outbox
+        first.clear_faults()
+        first.fault("token", "latency", latency_ms=150)
+        time.sleep(args.after_seconds)
+        load.stop()
+        note(f"load: {load.counts()}")
+        check(first.app.returncode == -signal.SIGKILL, "instance 1 died by SIGKILL")
+        check(second.app_alive(), "instance 2 kept running")
+
+        first.wait_until(lambda: query("SELECT COUNT(*) FROM revocation_outbox WHERE completed_at IS NULL")[0][0] == "0",
+                         "the surviving instance drains the outbox", seconds=args.drain_seconds)
+        revokes = [e for e in first.admin("GET", "events") if e.get("kind") == "revoke" and str(e.get("outcome", "")).startswith("ok")]
+        per_person = {}
+        for event in revokes:
+            per_person[event.get("person_id")] = per_person.get(event.get("person_id"), 0) + 1
+        check(len(revokes) == args.deletions and all(per_person.get(p) == 1 for p in deleted),
+              f"every pending revocation delivered exactly once ({len(revokes)} accepted for {args.deletions} deletions: {per_person})")
+
+        lost = []
+        for sub, given in signed:
+            rows = query("SELECT COUNT(*) FROM users u JOIN sessions s ON s.user_id = u.id JOIN apple_tokens t ON t.user_id = u.id "
+                         f"WHERE u.apple_sub = '{sub}' AND u.given_name = '{given}'")
+            if rows[0][0] == "0":
+                lost.append(sub)
+        check(len(signed) > 0 and not lost,
+              f"every sign-in that got its 303 on either instance is intact ({len(signed)} checked, {len(lost)} lost)")
+        orphans = query("SELECT COUNT(*) FROM sessions s LEFT JOIN users u ON u.id = s.user_id WHERE u.id IS NULL")[0][0]
+        check(orphans == "0", "no session without its user")
+
+        # the killed instance comes back beside the survivor
+        pid3 = first.start_app()
+        for stack in (first, second):
+            check(stack.sign_in(Browser(stack.app_port), first.new_person("AfterKill")[0]).status == 303,
+                  f"sign-ins work on port {stack.app_port} after the restart (pid {pid3} beside {pid2})")
+    finally:
+        second.stop()
+        first.stop()
+        if not failures:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 # ------------------------------------------------------------------------------------------ soak
 
 def soak(args):
@@ -767,6 +872,15 @@ def main():
     p.add_argument("--deletions", type=int, default=3)
     p.add_argument("--drain-seconds", type=float, default=150)
     p.set_defaults(run=crash)
+
+    p = sub.add_parser("instances")
+    p.add_argument("--cluster", default="siwa_chaos", help="the PostgreSQL cluster (default: a dedicated one)")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--load-seconds", type=float, default=5)
+    p.add_argument("--after-seconds", type=float, default=3)
+    p.add_argument("--deletions", type=int, default=4)
+    p.add_argument("--drain-seconds", type=float, default=120)
+    p.set_defaults(run=instances)
 
     p = sub.add_parser("soak")
     p.add_argument("--seconds", type=float, default=600)

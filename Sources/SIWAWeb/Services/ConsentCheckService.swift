@@ -24,8 +24,13 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         /// A person is checked again when their last check (or sign-in, which validates the token
         /// too) is older than this. Default one day.
         public var checkInterval: Int64 = 86_400
-        /// People read from the database per query. Default 50.
-        public var batchSize = 50
+        /// People claimed from the database per query. Default 20.
+        public var batchSize = 20
+        /// How long a claim on a batch keeps other instances away from its people (SPEC: a refresh
+        /// token validated at most once per interval across instances). It must outlast checking the
+        /// whole batch — two tokens a person, each up to `APPLE_TIMEOUT` plus `callSpacing` — so by
+        /// default 15 minutes; a claim left by an instance that died expires after it.
+        public var claimLease: Int64 = 900
         /// The pause between two calls to Apple, which throttles bursts: the default of 500 ms
         /// (two calls a second) covers up to 172,800 people a day.
         public var callSpacing: Duration = .milliseconds(500)
@@ -62,19 +67,6 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         public init() {}
     }
 
-    /// People whose last check failed transiently, and when they may be tried again. Kept in memory:
-    /// after a restart they are simply tried once more.
-    public struct Schedule: Sendable {
-        var retryAt: [String: Int64] = [:]
-
-        public init() {}
-
-        /// Whether `userID` waits for a retry at `now`.
-        public func isWaiting(_ userID: String, now: Int64) -> Bool { (retryAt[userID] ?? .min) > now }
-
-        mutating func prune(now: Int64) { retryAt = retryAt.filter { $0.value > now } }
-    }
-
     let dependencies: SIWADependencies
     let logger: Logger
     let configuration: Configuration
@@ -93,11 +85,10 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
 
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
-            var schedule = Schedule()
             var backoff = configuration.initialBackoff
             try await Task.sleep(for: configuration.startDelay)
             while !Task.isCancelled {
-                let result = await runOnce(schedule: &schedule)
+                let result = await runOnce()
                 if let reason = result.stoppedEarly {
                     logger.warning("consent check pass stopped early; backing off", metadata: [
                         "reason": .string(reason), "retryIn": .stringConvertible(backoff),
@@ -114,27 +105,34 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
 
     /// Checks everybody due now, one call at a time spaced by `callSpacing`, until nobody is due or
     /// the pass has to stop. Returns what it did.
-    public func runOnce(schedule: inout Schedule) async -> PassResult {
+    ///
+    /// People are claimed from the database a batch at a time, so instances sharing it split the
+    /// work and none validates a token another is validating or has validated within the interval.
+    /// A check ends its claim; a transient failure hands the person back for `personRetryDelay`
+    /// (for every instance); a pass that stops early hands back the rest of its batch at once.
+    public func runOnce() async -> PassResult {
         var result = PassResult()
         var transientInARow = 0
         // Guards against checking anybody twice in one pass, whatever the database returns.
         var seen = Set<String>()
-        schedule.prune(now: now())
+        var unchecked: [String] = []
+        let database = dependencies.database
         do {
             while !Task.isCancelled {
                 let start = now()
-                // People waiting for a retry sort first (they are the oldest); asking for that many more
-                // keeps them from filling the whole batch.
-                let due = try await dependencies.database.usersDueForConsentCheck(
-                    before: start - configuration.checkInterval, limit: configuration.batchSize + schedule.retryAt.count)
-                let fresh = due.filter { !schedule.isWaiting($0.0.id, now: start) && !seen.contains($0.0.id) }
+                let batch = try await database.claimUsersForConsentCheck(
+                    before: start - configuration.checkInterval, now: start,
+                    claimUntil: start + configuration.claimLease, limit: configuration.batchSize)
+                unchecked = batch.map(\.0.id)
+                let fresh = batch.filter { !seen.contains($0.0.id) }
                 if fresh.isEmpty { break }
                 for (account, tokens) in fresh {
                     if Task.isCancelled { break }
                     seen.insert(account.id)
+                    unchecked.removeAll { $0 == account.id }
                     if let validatedAt = tokens.compactMap(\.validatedAt).max(), validatedAt >= start - configuration.checkInterval {
                         // The code exchange at a recent sign-in already proved consent.
-                        try await dependencies.database.markConsentChecked(userID: account.id, now: validatedAt)
+                        try await database.markConsentChecked(userID: account.id, now: validatedAt)
                         result.recentlyValidated += 1
                         continue
                     }
@@ -147,26 +145,40 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
                         transientInARow = 0
                     case .transient(let reason):
                         result.deferred += 1
-                        schedule.retryAt[account.id] = now() + configuration.personRetryDelay
+                        try await database.releaseConsentClaim(userID: account.id, until: now() + configuration.personRetryDelay)
                         transientInARow += 1
                         if transientInARow >= configuration.outageThreshold {
                             result.stoppedEarly = "Apple failed \(transientInARow) checks in a row (last: \(reason))"
+                            await handBack(unchecked)
                             return result
                         }
                     case .configuration(let reason):
                         result.stoppedEarly = reason
+                        await handBack(unchecked + [account.id])
                         return result
                     }
                     try await Task.sleep(for: configuration.callSpacing)
                 }
+                // Claimed again in this pass (already seen): back to the pool.
+                await handBack(unchecked)
+                unchecked = []
             }
         } catch is CancellationError {
             result.stoppedEarly = "cancelled"
+            await handBack(unchecked)
         } catch {
             result.stoppedEarly = "database: \(error)"
             logger.warning("consent check could not use the database", metadata: ["error": .string(String(describing: error))])
         }
         return result
+    }
+
+    /// Claimed people this pass will not check: due again for any instance at once. (If this fails,
+    /// or the process dies, their claims simply expire.)
+    private func handBack(_ userIDs: [String]) async {
+        for userID in userIDs {
+            try? await dependencies.database.releaseConsentClaim(userID: userID, until: 0)
+        }
     }
 
     enum Outcome: Equatable {

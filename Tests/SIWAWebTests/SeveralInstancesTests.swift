@@ -1,0 +1,177 @@
+import CurlHTTP
+import Foundation
+import Logging
+import SIWAStore
+import SIWATestSupport
+import Synchronization
+import Testing
+
+@testable import SIWAWeb
+
+/// Several instances on one database (README "Running several instances"): background work done
+/// once. Three app instances — each its own connection pool, as separate processes would have —
+/// share one database and one loopback Apple that counts the calls per refresh token.
+@Suite("Several instances on one database")
+struct SeveralInstancesTests {
+    /// `count` instances on one fresh database (PostgreSQL schema or SQLite file); nil when skipped.
+    static func instances(_ backend: Backend, count: Int, apple: LoopbackApple) async throws -> [SIWADependencies]? {
+        guard let (url, schema) = try backend.location() else { return nil }
+        let configuration = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: [:]))
+        let http = CurlHTTPClient()
+        let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "Example")
+        var instances: [SIWADependencies] = []
+        for index in 0..<count {
+            let database = try await SIWADatabase.open(url, logger: TestDatabase.quietLogger, poolSize: 2, postgresSchema: schema)
+            if index == 0 { try await database.migrate() }
+            instances.append(try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages))
+        }
+        return instances
+    }
+
+    static func close(_ instances: [SIWADependencies]) async {
+        for instance in instances { try? await instance.database.close() }
+        await instances.first?.http.shutdown()
+    }
+
+    /// People signed in on the web, each with a refresh token the stand-in accepts.
+    static func seed(_ instance: SIWADependencies, apple: LoopbackApple, prefix: String, count: Int) async throws {
+        for index in 0..<count {
+            let token = "refresh-\(prefix)-\(index)"
+            await apple.state.accept(refreshToken: token)
+            let signIn = VerifiedSignIn(sub: "\(prefix).\(index)", email: "\(prefix)\(index)@example.com", emailVerified: true,
+                                        isPrivateEmail: false, clientID: TestApp.clientID, refreshToken: token,
+                                        givenName: "Person", familyName: "\(index)")
+            _ = try await instance.complete(signIn, sessionKind: "web", logger: TestDatabase.quietLogger)
+        }
+    }
+
+    static func checker(_ instance: SIWADependencies, at time: Int64) -> ConsentCheckService {
+        var configuration = ConsentCheckService.Configuration()
+        configuration.callSpacing = .milliseconds(2)   // small, so the three passes overlap
+        configuration.batchSize = 4
+        configuration.claimLease = 60
+        return ConsentCheckService(dependencies: instance, logger: TestDatabase.quietLogger, configuration: configuration, now: { time })
+    }
+
+    /// Refresh-grant calls Apple received, per refresh token.
+    static func callsPerToken(_ apple: LoopbackApple) async -> [String: Int] {
+        await apple.state.requests(to: "/auth/token").filter { $0["grant_type"] == "refresh_token" }
+            .reduce(into: [:]) { $0[$1["refresh_token"] ?? "", default: 0] += 1 }
+    }
+
+    static func passes(_ instances: [SIWADependencies], at time: Int64) async -> [ConsentCheckService.PassResult] {
+        await withTaskGroup(of: ConsentCheckService.PassResult.self) { group in
+            for instance in instances { group.addTask { await checker(instance, at: time).runOnce() } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test("three instances: each refresh token validated exactly once per interval, over several passes", arguments: Backend.all)
+    func consentCheckedOncePerInterval(backend: Backend) async throws {
+        let apple = try await LoopbackApple.start()
+        defer { Task { await apple.stop() } }
+        guard let instances = try await Self.instances(backend, count: 3, apple: apple) else { return }
+        do {
+            try await Self.seed(instances[0], apple: apple, prefix: "si", count: 30)
+            let day: Int64 = 86_400
+            let start = Int64(Date().timeIntervalSince1970) + 2 * day
+
+            // MUT: three concurrent passes, then three more within the same interval
+            let first = await Self.passes(instances, at: start)
+            let again = await Self.passes(instances, at: start + 3_600)
+            // validate
+            #expect(first.map(\.valid).reduce(0, +) == 30 && first.allSatisfy { $0.stoppedEarly == nil })
+            #expect(first.filter { $0.valid > 0 }.count >= 2, "the work was shared: \(first.map(\.valid))")
+            #expect(again.map(\.valid).reduce(0, +) == 0)
+            var calls = await Self.callsPerToken(apple)
+            #expect(calls.count == 30 && calls.values.allSatisfy { $0 == 1 }, "\(calls)")
+
+            // the next interval: once more each
+            let next = await Self.passes(instances, at: start + day + 60)
+            #expect(next.map(\.valid).reduce(0, +) == 30)
+            calls = await Self.callsPerToken(apple)
+            #expect(calls.count == 30 && calls.values.allSatisfy { $0 == 2 }, "\(calls)")
+        } catch {
+            await Self.close(instances)
+            throw error
+        }
+        await Self.close(instances)
+    }
+
+    @Test("an instance that dies holding claims loses nobody and double-checks nobody: its people are checked once the lease ends", arguments: Backend.all)
+    func deadInstanceClaimsExpire(backend: Backend) async throws {
+        let apple = try await LoopbackApple.start()
+        defer { Task { await apple.stop() } }
+        guard let instances = try await Self.instances(backend, count: 3, apple: apple) else { return }
+        do {
+            try await Self.seed(instances[0], apple: apple, prefix: "dead", count: 12)
+            let start = Int64(Date().timeIntervalSince1970) + 2 * 86_400
+            // setup: instance 0 claims a batch and is killed before checking anyone (the state kill -9
+            // leaves: claims in the database, nobody to finish them)
+            let orphaned = try await instances[0].database.claimUsersForConsentCheck(
+                before: start - 86_400, now: start, claimUntil: start + 60, limit: 5)
+            #expect(orphaned.count == 5)
+
+            // MUT: the survivors' passes while the claims are live, then after they expire
+            let during = await Self.passes(Array(instances[1...]), at: start + 1)
+            let callsDuring = await Self.callsPerToken(apple)
+            let after = await Self.passes(Array(instances[1...]), at: start + 61)
+
+            // validate
+            #expect(during.map(\.valid).reduce(0, +) == 7)
+            #expect(callsDuring.count == 7)
+            #expect(after.map(\.valid).reduce(0, +) == 5)
+            let calls = await Self.callsPerToken(apple)
+            #expect(calls.count == 12 && calls.values.allSatisfy { $0 == 1 }, "\(calls)")
+            for (account, _) in orphaned {
+                #expect(try await instances[1].database.user(sub: account.appleSub)?.consentCheckedAt != nil)
+            }
+        } catch {
+            await Self.close(instances)
+            throw error
+        }
+        await Self.close(instances)
+    }
+
+    @Test("the sweeper runs on one instance per minute; another takes over when the holder stops", arguments: Backend.all)
+    func sweeperOnce(backend: Backend) async throws {
+        let apple = try await LoopbackApple.start()
+        defer { Task { await apple.stop() } }
+        guard let instances = try await Self.instances(backend, count: 3, apple: apple) else { return }
+        do {
+            let clock = ManualClock(Int64(Date().timeIntervalSince1970))
+            let sweepers = instances.map {
+                SweeperService(database: $0.database, now: { clock.now }, logger: TestDatabase.quietLogger, instanceID: $0.instanceID)
+            }
+            // three instances at once: exactly one sweeps
+            let first = try await withThrowingTaskGroup(of: (Int, Int?).self) { group in
+                for (index, sweeper) in sweepers.enumerated() { group.addTask { (index, try await sweeper.runOnce()) } }
+                return try await group.reduce(into: [Int: Int?]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(first.values.compactMap { $0 }.count == 1)
+            let holder = try #require(first.first { $0.value != nil }?.key)
+            // a minute later the holder renews; the others still skip
+            clock.advance(60)
+            #expect(try await sweepers[(holder + 1) % 3].runOnce() == nil)
+            #expect(try await sweepers[holder].runOnce() != nil)
+            // the holder stops (dies): while its lease runs nobody sweeps, after it another instance does
+            clock.advance(60)
+            #expect(try await sweepers[(holder + 1) % 3].runOnce() == nil)
+            clock.advance(31)
+            #expect(try await sweepers[(holder + 1) % 3].runOnce() != nil)
+            #expect(try await sweepers[(holder + 2) % 3].runOnce() == nil)
+        } catch {
+            await Self.close(instances)
+            throw error
+        }
+        await Self.close(instances)
+    }
+}
+
+/// A clock tests move by hand.
+final class ManualClock: Sendable {
+    private let seconds: Mutex<Int64>
+    init(_ start: Int64) { seconds = Mutex(start) }
+    var now: Int64 { seconds.withLock { $0 } }
+    func advance(_ delta: Int64) { seconds.withLock { $0 += delta } }
+}
