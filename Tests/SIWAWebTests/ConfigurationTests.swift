@@ -153,4 +153,22 @@ struct ConfigurationTests {
         values["TRUSTED_PROXIES"] = ""
         #expect(try SIWAConfiguration.load(from: values).trustedProxies.networks.isEmpty == false)   // empty = unset = default
     }
+
+    @Test("README's configuration table names exactly the settings the configuration reads")
+    func readmeTable() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## Configuration\n").dropFirst().first?
+            .components(separatedBy: "\n## ").first)
+        var documented = Set<String>()
+        for line in section.split(separator: "\n") where line.hasPrefix("| `") {
+            let firstColumn = line.split(separator: "|", omittingEmptySubsequences: true).first ?? ""
+            for name in firstColumn.split(separator: "`").enumerated() where name.offset % 2 == 1 {
+                documented.insert(String(name.element))
+            }
+        }
+        let read = Set(SIWAConfiguration.settingNames)
+        #expect(documented.subtracting(read).isEmpty, "documented but not read: \(documented.subtracting(read).sorted())")
+        #expect(read.subtracting(documented).isEmpty, "read but not documented: \(read.subtracting(documented).sorted())")
+    }
 }

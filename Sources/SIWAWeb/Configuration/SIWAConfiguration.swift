@@ -85,13 +85,14 @@ public struct SIWAConfiguration: Sendable {
     }
 
     /// Every setting's name, as an environment variable (and, lower-cased with dashes, a `serve` flag).
+    /// README's configuration table lists exactly these (`ConfigurationTests.readmeTable`).
     public static let settingNames = [
         "APPLE_TEAM_ID", "APPLE_CLIENT_ID", "APPLE_KEY_ID", "APPLE_PRIVATE_KEY_PATH", "APPLE_PRIVATE_KEY",
         "APPLE_REDIRECT_URI", "APPLE_BASE_URL", "APPLE_NATIVE_CLIENT_IDS", "PUBLIC_URL", "DATABASE_URL",
         "HOST", "PORT", "TOKEN_ENCRYPTION_KEY", "APPLE_TIMEOUT", "EMULATOR_PORT", "RATE_LIMIT_PER_MINUTE",
         "PROFILE_FALLBACK", "APPLE_CLIENT_SECRET_LIFETIME", "DATA_DIR", "SITE_NAME", "MAX_PENDING_AUTHORIZATIONS",
         "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "TRUSTED_PROXIES", "SESSION_COOKIE_DOMAIN", "METRICS_PORT", "METRICS_TOKEN",
-        "SIWA_DEMO",
+        "SIWA_DEMO", "LOG_LEVEL",
     ]
 
     /// Reads and validates the configuration from `values` (environment merged with flags).
