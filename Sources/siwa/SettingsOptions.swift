@@ -24,7 +24,7 @@ struct SettingsOptions: ParsableArguments {
     @Option(help: "DATA_DIR for demo keys and the default SQLite file (default data)") var dataDir: String?
     @Option(help: "SITE_NAME shown on pages") var siteName: String?
     @Option(help: "MAX_PENDING_AUTHORIZATIONS: sign-ins in progress at once (default 20000)") var maxPendingAuthorizations: String?
-    @Option(help: "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT: sign-ins one client address may start in 10 minutes (default 100)") var maxPendingAuthorizationsPerClient: String?
+    @Option(help: "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT: sign-ins one client address may start in 10 minutes (default 300, 0 = off)") var maxPendingAuthorizationsPerClient: String?
     @Option(help: "TRUSTED_PROXIES: addresses/CIDR ranges whose X-Forwarded-* headers are believed (default 127.0.0.0/8,::1)") var trustedProxies: String?
     @Option(help: "SESSION_COOKIE_DOMAIN: share the session cookie with subdomains (e.g. example.com)") var sessionCookieDomain: String?
     @Option(help: "METRICS_PORT: serve /metrics on its own port instead of PORT") var metricsPort: String?

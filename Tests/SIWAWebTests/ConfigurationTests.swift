@@ -57,7 +57,7 @@ struct ConfigurationTests {
         ("TRUSTED_PROXIES", "10.0.0.0/33"),
         ("SESSION_COOKIE_DOMAIN", "evil.com"),
         ("SESSION_COOKIE_DOMAIN", "com"),
-        ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "0"),
+        ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "-1"),
         ("METRICS_PORT", "8080"),
         ("METRICS_TOKEN", "short"),
         ("SIWA_DEMO", "maybe"),
@@ -142,7 +142,7 @@ struct ConfigurationTests {
         let defaults = try SIWAConfiguration.load(from: productionSettings)
         #expect(defaults.trustedProxies.description == "127.0.0.0/8,::1/128")
         #expect(defaults.sessionCookieDomain == nil && defaults.metricsPort == nil && defaults.metricsToken == nil)
-        #expect(defaults.maximumPendingAuthorizationsPerClient == 100)
+        #expect(defaults.maximumPendingAuthorizationsPerClient == 300)
         var values = productionSettings
         values["PUBLIC_URL"] = "https://login.example.com"
         values["TRUSTED_PROXIES"] = "10.0.0.0/8, 2001:db8::/32"

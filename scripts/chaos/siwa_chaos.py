@@ -168,7 +168,9 @@ class Stack:
             "APPLE_PRIVATE_KEY_PATH": self.key_path, "APPLE_REDIRECT_URI": self.redirect_uri,
             "APPLE_BASE_URL": f"http://127.0.0.1:{self.emulator_port}", "PUBLIC_URL": f"http://localhost:{self.app_port}",
             "PORT": str(self.app_port), "HOST": "127.0.0.1", "DATABASE_URL": self.database_url,
-            "TOKEN_ENCRYPTION_KEY": self.token_key, "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "5",
+            "TOKEN_ENCRYPTION_KEY": self.token_key, "APPLE_TIMEOUT": "5",
+            # the load comes from one address: no per-client limits
+            "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0",
             "LOG_LEVEL": "notice", "DATA_DIR": self.workdir,
         })
         env.update(self.extra_env)

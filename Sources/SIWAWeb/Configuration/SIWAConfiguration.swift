@@ -56,8 +56,9 @@ public struct SIWAConfiguration: Sendable {
     /// answers 503. The per-IP rate limit cannot bound this table against many addresses; this can.
     public var maximumPendingAuthorizations: Int = 20_000
     /// Sign-ins one client address (IPv6: its /64) may start in ten minutes — the life of a pending
-    /// authorization — so one client cannot use up `maximumPendingAuthorizations` for everyone (SPEC §9).
-    public var maximumPendingAuthorizationsPerClient: Int = 100
+    /// authorization — so one client cannot use up `maximumPendingAuthorizations` for everyone (SPEC §9);
+    /// 0 turns it off (a load test from one address).
+    public var maximumPendingAuthorizationsPerClient: Int = 300
     /// Peers whose `X-Forwarded-*` headers are believed (SPEC §9).
     public var trustedProxies: TrustedProxies = .loopback
     /// `SESSION_COOKIE_DOMAIN`: the session cookie's `Domain`, so apps on subdomains share it.
@@ -199,9 +200,9 @@ public struct SIWAConfiguration: Sendable {
             throw ConfigurationError("MAX_PENDING_AUTHORIZATIONS", "must be a positive number of sign-ins in progress")
         }
 
-        let perClient = try reader.integer("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", default: 100)
-        guard perClient > 0 else {
-            throw ConfigurationError("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "must be a positive number of sign-ins per client address")
+        let perClient = try reader.integer("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", default: 300)
+        guard perClient >= 0 else {
+            throw ConfigurationError("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "must be 0 (off) or a positive number of sign-ins per client address")
         }
         let trustedProxies: TrustedProxies
         switch TrustedProxies.parse(reader.string("TRUSTED_PROXIES") ?? "127.0.0.0/8,::1") {
@@ -302,7 +303,7 @@ public struct SIWAConfiguration: Sendable {
             ("PROFILE_FALLBACK", profileFallback.rawValue),
             ("APPLE_CLIENT_SECRET_LIFETIME", "\(clientSecretLifetime) s"),
             ("MAX_PENDING_AUTHORIZATIONS", "\(maximumPendingAuthorizations)"),
-            ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "\(maximumPendingAuthorizationsPerClient)"),
+            ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", maximumPendingAuthorizationsPerClient == 0 ? "off" : "\(maximumPendingAuthorizationsPerClient)"),
             ("TRUSTED_PROXIES", trustedProxies.description),
             ("SESSION_COOKIE_DOMAIN", sessionCookieDomain ?? "(none: this host only)"),
             ("METRICS_PORT", metricsPort.map(String.init) ?? "(none: /metrics on PORT)"),

@@ -6,17 +6,18 @@ import SIWAStore
 /// or an `<img src=/auth/apple>` spread over visitors' pages — cannot switch sign-in off for everyone.
 struct SignInCap: Sendable {
     let total: PendingAuthorizationCap
-    /// Starts per client address (IPv6 /64) per ten minutes, the life of a pending authorization.
-    let perClient: RateLimiter
+    /// Starts per client address (IPv6 /64) per ten minutes, the life of a pending authorization; nil when off.
+    let perClient: RateLimiter?
 
     init(configuration: SIWAConfiguration, now: @escaping @Sendable () -> Int64) {
         total = PendingAuthorizationCap(limit: configuration.maximumPendingAuthorizations)
-        perClient = RateLimiter(limit: configuration.maximumPendingAuthorizationsPerClient, windowSeconds: 600, now: now)
+        let limit = configuration.maximumPendingAuthorizationsPerClient
+        perClient = limit > 0 ? RateLimiter(limit: limit, windowSeconds: 600, now: now) : nil
     }
 
     /// Throws the page (or JSON) that says why not.
     func admit(_ origin: RequestOrigin, database: SIWADatabase, now: Int64, context: AppRequestContext) async throws {
-        if let retryAfter = await perClient.check(origin.client.limitKey) {
+        if let perClient, let retryAfter = await perClient.check(origin.client.limitKey) {
             context.logger.notice("sign-in cap per client reached", metadata: ["client": .string(origin.client.description)])
             throw WebError(.tooManyRequests, kind: "too_many_sign_ins_from_client", title: "Too many sign-ins started",
                            message: "Many sign-ins have been started from your network and not finished. Please wait a few minutes.",

@@ -20,7 +20,7 @@ struct LoadEnvironment: Sendable {
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         let (appPort, emulatorPort) = try await SiteWithEmulator.freePorts()
         var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "EMULATOR_PORT": String(emulatorPort),
-                      "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10",
+                      "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0", "APPLE_TIMEOUT": "10",
                       "DATABASE_URL": "sqlite:\(dataDirectory)/siwa.sqlite"]
         if let databaseURL { values["DATABASE_URL"] = databaseURL }
         let configuration = try SIWAConfiguration.load(from: values)
