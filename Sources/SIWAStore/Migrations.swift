@@ -17,7 +17,7 @@ package struct Migration: Sendable {
 
 /// The schema, in order. The SQL is portable: TEXT ids (UUID strings), BIGINT Unix seconds, BOOLEAN flags
 /// (SQLite stores 0/1), base64 TEXT for ciphertexts.
-let migrations: [Migration] = [
+package let migrations: [Migration] = [
     Migration(version: 1, name: "initial schema", statements: [
         """
         CREATE TABLE users (
@@ -118,6 +118,13 @@ let migrations: [Migration] = [
         )
         """,
         "CREATE INDEX pending_profiles_sub_idx ON pending_profiles (apple_sub)",
+    ]),
+    // 2 and 3 are taken by other branches; numbers need not be contiguous, each is applied once.
+    Migration(version: 4, name: "gateway return target", statements: [
+        // Where the gateway sends the person after sign-in (SPEC §10 `rd`), validated before it is stored.
+        "ALTER TABLE pending_authorizations ADD COLUMN return_to TEXT NULL",
+        // Kept through the name form (PROFILE_FALLBACK=ask) as well.
+        "ALTER TABLE pending_profiles ADD COLUMN return_to TEXT NULL",
     ]),
 ]
 

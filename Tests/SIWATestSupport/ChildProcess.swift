@@ -32,4 +32,15 @@ public enum ChildProcess {
         let (status, output) = try await run("/usr/bin/curl", arguments)
         return status == 0 ? Int(output) : nil
     }
+
+    /// Like `curlStatus`, also answering the `Location` header (empty when there is none).
+    public static func curlRedirect(_ url: String, from source: String, headers: [(String, String)] = []) async throws -> (status: Int, location: String)? {
+        var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code} %header{location}", "--path-as-is", "--max-time", "10",
+                         "--interface", source]
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        arguments.append(url)
+        let (status, output) = try await run("/usr/bin/curl", arguments)
+        guard status == 0, let space = output.firstIndex(of: " "), let code = Int(output[..<space]) else { return nil }
+        return (code, String(output[output.index(after: space)...]))
+    }
 }

@@ -1,0 +1,110 @@
+import Testing
+
+@testable import SIWAWeb
+
+/// SPEC §10's `rd` rules as a pure function: every hostile value refused, the real ones accepted.
+@Suite("Gateway return target (rd)")
+struct ReturnTargetTests {
+    static let policy = ReturnTarget.Policy(
+        publicHost: "auth.example.com",
+        allowedHosts: try! AllowedRedirectHosts.parse("app.example.com, .corp.example.org").get())
+
+    /// Values behind oauth2-proxy's open-redirect advisories and the usual URL-parser confusions.
+    static let hostile: [String] = [
+        "//evil.com", "///evil.com", "////evil.com/x", "/\\evil.com", "\\\\evil.com", "/\\/evil.com",
+        "/%09/evil.com", "/%0A/evil.com", "/%0d/evil.com", "/%00/evil.com", "/%7F/evil.com", "/%C2%85/evil.com",
+        "/%2F%2Fevil.com", "/%2f/evil.com", "/%5Cevil.com", "/%5cevil.com", "/%252F%252Fevil.com", "/%25252F%25252Fevil.com",
+        "/%255Cevil.com", "/%E2%80%AE/evil.com", "/%E2%80%8B/evil.com", "/%C2%A0/evil.com", "/%E3%80%80/evil.com",
+        "\t//evil.com", " /x", "/x ", "/x\n", "/x\r\nSet-Cookie:%20a=b", "/x%0D%0ASet-Cookie:%20a=b", "/a b",
+        "https://allowed.example.com@evil.com", "https://app.example.com@evil.com/", "https://user:pw@app.example.com/",
+        "https://app.example.com%40evil.com", "https://app.example.com%2F@evil.com",
+        "javascript:alert(1)", "JavaScript:alert(1)", "javascript://app.example.com/%0Aalert(1)",
+        "data:text/html,<script>alert(1)</script>", "vbscript:msgbox", "file:///etc/passwd", "ftp://app.example.com/",
+        "https:evil.com", "https:/evil.com", "http:\\\\evil.com", "https:\\/evil.com", "https:///evil.com",
+        "https://evil.com", "https://evilexample.com", "https://example.com.evil.com", "https://app.example.com.evil.com",
+        "https://evil.com/app.example.com", "https://evil.com?app.example.com", "https://evil.com#app.example.com",
+        "http://evil.com%23.example.com", "http://evil.com%2F.app.example.com", "https://evil.com\\.app.example.com",
+        "https://xcorp.example.org", "https://corp.example.org.evil.com", "https://example.org",
+        "https://app.example.com.", "https://APP.example.com:0/", "https://app.example.com:99999/", "https://app.example.com:/",
+        "https://app.example.com:80a/", "https://[::1/", "https://ａpp.example.com/", "https://app.example.com。evil.com/",
+        "https://аpp.example.com/",   // Cyrillic а
+        "evil.com", "%2F%2Fevil.com", "%2Fpath", "./x", "../x", "?x=1", "#x",
+        String(repeating: "/a", count: 1100),
+    ]
+
+    static let accepted: [(String, String)] = [
+        ("/", "/"), ("/private", "/private"), ("/private/page?x=1&y=two%20words#top", "/private/page?x=1&y=two%20words#top"),
+        ("/a/b/../c", "/a/b/../c"), ("/search?q=100%25", "/search?q=100%25"), ("/caf%C3%A9", "/caf%C3%A9"),
+        ("/x?next=https://evil.com", "/x?next=https://evil.com"),   // a query value is the app's business, not a redirect
+        ("https://auth.example.com/", "https://auth.example.com/"), ("https://auth.example.com", "https://auth.example.com"),
+        ("http://auth.example.com:8080/x?y", "http://auth.example.com:8080/x?y"),
+        ("https://app.example.com/dashboard", "https://app.example.com/dashboard"),
+        ("HTTPS://APP.EXAMPLE.COM/Dashboard", "HTTPS://APP.EXAMPLE.COM/Dashboard"),
+        ("https://corp.example.org/", "https://corp.example.org/"), ("https://wiki.corp.example.org:8443/x", "https://wiki.corp.example.org:8443/x"),
+        ("https://a.b.corp.example.org?x=1", "https://a.b.corp.example.org?x=1"), ("https://xn--caf-dma.corp.example.org/", "https://xn--caf-dma.corp.example.org/"),
+    ]
+
+    @Test("hostile values are refused", arguments: hostile)
+    func refused(_ value: String) {
+        guard case .failure = ReturnTarget.validate(value, policy: Self.policy) else {
+            Issue.record("accepted: \(value.debugDescription)")
+            return
+        }
+    }
+
+    @Test("the table is big enough and holds the advisories' values")
+    func tableSize() {
+        #expect(Self.hostile.count >= 25)
+        for required in ["/\\evil.com", "/%09/evil.com", "//evil.com", "https://allowed.example.com@evil.com", "javascript:alert(1)",
+                         "https:evil.com", "https://evilexample.com", "https://example.com.evil.com", "/%2F%2Fevil.com", "/%5Cevil.com",
+                         "http://evil.com%23.example.com", "\t//evil.com"] {
+            #expect(Self.hostile.contains(required), "\(required)")
+        }
+        #expect(Self.hostile.contains { $0.hasPrefix("data:") })
+    }
+
+    @Test("paths on this site and URLs on allowed hosts are accepted as given", arguments: accepted)
+    func acceptedValues(_ value: String, _ location: String) {
+        #expect((try? ReturnTarget.validate(value, policy: Self.policy).get())?.location == location, "\(value)")
+    }
+
+    @Test("why a value was refused")
+    func refusals() {
+        func refusal(_ value: String) -> ReturnTarget.Refusal? {
+            if case .failure(let refusal) = ReturnTarget.validate(value, policy: Self.policy) { return refusal }
+            return nil
+        }
+        #expect(refusal("//evil.com") == .protocolRelative)
+        #expect(refusal("/%2F%2Fevil.com") == .protocolRelative)
+        #expect(refusal("/%09/evil.com") == .forbiddenCharacter)
+        #expect(refusal("/\\evil.com") == .forbiddenCharacter)
+        #expect(refusal("https://app.example.com@evil.com") == .userinfo)
+        #expect(refusal("https://evilexample.com") == .hostNotAllowed("evilexample.com"))
+        #expect(refusal("https:evil.com") == .notAPathOrHTTPURL)
+        #expect(refusal("http://evil.com%23.example.com") == .malformedHost)
+        #expect(refusal(String(repeating: "a", count: 3000)) == .tooLong)
+    }
+
+    @Test("decoding runs until the value stops changing")
+    func stages() {
+        #expect(ReturnTarget.decodingStages(of: "/%25252F") == ["/%25252F", "/%252F", "/%2F", "//"])
+        #expect(ReturnTarget.decodingStages(of: "/100%") == ["/100%"])            // a lone % stays
+        #expect(ReturnTarget.decodingStages(of: "/%zz%2") == ["/%zz%2"])
+    }
+
+    @Test("ALLOWED_REDIRECT_HOSTS: exact hosts and dot-boundary domains")
+    func allowedHosts() throws {
+        let hosts = try AllowedRedirectHosts.parse(" App.Example.com ,.example.net,,").get()
+        #expect(hosts.allows("app.example.com") && !hosts.allows("www.app.example.com") && !hosts.allows("xapp.example.com"))
+        #expect(hosts.allows("example.net") && hosts.allows("a.b.example.net"))
+        #expect(!hosts.allows("badexample.net") && !hosts.allows("example.net.evil.com"))
+        #expect(hosts.description == "app.example.com,.example.net")
+        for bad in [".com", "exa mple.com", "https://app.example.com", "app.example.com/", "*.example.com", "café.example.com", "a..b", "-a.com"] {
+            guard case .failure(let error) = AllowedRedirectHosts.parse("ok.example.com," + bad) else {
+                Issue.record("accepted \(bad)")
+                continue
+            }
+            #expect(error.entry == bad.lowercased(), "\(bad)")
+        }
+    }
+}
