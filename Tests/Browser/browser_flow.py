@@ -81,7 +81,7 @@ def gateway_journey(browser, flow, siwa_binary):
         page = context.new_page()
         page.set_default_timeout(15000)
         flow.page, flow.app, flow.emulator = page, stack.base_url, stack.emulator_url
-        protected = stack.base_url + "/private/page?x=1&y=two%20words"
+        protected = stack.base_url + "/private/page?x=1&y=two+words&next=%2Fhome"
 
         page.goto(protected)
         flow.expect_page("emulator-sheet")

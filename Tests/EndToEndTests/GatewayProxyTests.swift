@@ -40,6 +40,16 @@ struct GatewayProxyTests {
           .enabled(if: isEnabled("caddy")), .timeLimit(.minutes(3)))
     func caddy() async throws { try await Self.journey("caddy") }
 
+    @Test("the README shows deploy/nginx.conf, deploy/Caddyfile and deploy/siwa.service byte for byte")
+    func readmeShowsTheTestedFiles() throws {
+        let root = ResourceLocator.directory("deploy") + "/.."
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        for (file, fence) in [("nginx.conf", "nginx"), ("Caddyfile", "caddyfile"), ("siwa.service", "ini")] {
+            let text = try String(contentsOfFile: root + "/deploy/" + file, encoding: .utf8)
+            #expect(readme.contains("```\(fence)\n" + text + "```\n"), "README's copy of deploy/\(file) differs")
+        }
+    }
+
     @Test("deploy/siwa.service passes systemd-analyze verify", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
     func systemdUnit() async throws {
         // setup: the unit as shipped, with ExecStart pointing at a binary that exists here (verify checks it)

@@ -148,7 +148,7 @@ def journey(stack):
     base = stack.base_url
     people = stack.people()
     grace = people["p2"]
-    original = base + "/private/page?x=1&y=two%20words"
+    original = base + "/private/page?x=1&y=two+words&next=%2Fhome"
     browser = Browser()
 
     # 1. The protected page without a session: to siwa's sign-in, carrying the original URL.

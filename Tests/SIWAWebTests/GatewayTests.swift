@@ -19,7 +19,7 @@ extension HTTPField.Name {
 /// sign-out, and every way an `rd` can arrive refused before anything happens.
 @Suite("Gateway routes")
 struct GatewayTests {
-    static let now = { Int64(Date().timeIntervalSince1970) }
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     @Test("/oauth2/auth: 401 without a session; 202 with all three identity headers, for every method", arguments: Backend.all)
     func auth(backend: Backend) async throws {
@@ -30,7 +30,7 @@ struct GatewayTests {
             try await app.signIn(browser, sub: "010.a", given: "Ada", family: "Lovelace", email: "ada@example.com")
             let account = try #require(try await app.database.user(sub: "010.a"))
             for method in [HTTPRequest.Method.get, .head, .post, .put, .patch, .delete, .options] {
-                let response = try await browser.send("/oauth2/auth", method: method)
+                let response = try await browser.send("/oauth2/auth", method: method, body: nil)
                 #expect(response.status == .accepted, "\(method)")
                 #expect(response.headers[.authUser] == account.id, "\(method)")
                 #expect(response.headers[.authEmail] == "ada@example.com", "\(method)")
@@ -107,7 +107,7 @@ struct GatewayTests {
     func returnAfterSignIn(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": ".example.org"]) { app, browser in
             let cases: [(String, String)] = [
-                ("/oauth2/start?rd=%2Fprivate%2Fpage%3Fx%3D1%26y%3Dtwo%2520words", "/private/page?x=1&y=two%20words"),
+                ("/oauth2/start?rd=%2Fprivate%2Fpage%3Fx%3D1%26y%3Dtwo%2Bwords%26next%3D%252Fhome", "/private/page?x=1&y=two+words&next=%2Fhome"),
                 ("/auth/apple?rd=https%3A%2F%2Fwiki.example.org%3A8443%2Fdocs", "https://wiki.example.org:8443/docs"),
                 ("/oauth2/start", "/"),
                 ("/auth/apple", "/account"),
@@ -236,14 +236,18 @@ struct GatewayRedirectLiveTests {
     func redirect(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["TRUSTED_PROXIES": "127.0.0.1", "ALLOWED_REDIRECT_HOSTS": ".example.org"], live: true) { _, browser in
             let url = "http://127.0.0.1:\(try #require(browser.port))/oauth2/auth?redirect=true"
-            let forwarded = [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/private/page?x=1&y=two%20words")]
+            let forwarded = [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/private/page?x=1&y=two+words&next=%2Fhome")]
             let answer = try #require(try await ChildProcess.curlRedirect(url, from: "127.0.0.1", headers: forwarded + [("X-Forwarded-Method", "GET")]))
             #expect(answer.status == 302)
-            let expected = "https://app.example.com/oauth2/start?rd=" + SignInController.percentEncode("https://app.example.com/private/page?x=1&y=two%20words")
+            let expected = "https://app.example.com/oauth2/start?rd=" + SignInController.percentEncode("https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
             #expect(answer.location == expected)
             // round trip: what /oauth2/start will read back is the original URL exactly
             let components = try #require(URLComponents(string: answer.location))
-            #expect(components.queryItems?.first { $0.name == "rd" }?.value == "https://app.example.com/private/page?x=1&y=two%20words")
+            #expect(components.queryItems?.first { $0.name == "rd" }?.value == "https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
+            // a URL that rd cannot carry (an encoded space) on an allowed host: the site's root instead
+            let spaced = try #require(try await ChildProcess.curlRedirect(url, from: "127.0.0.1", headers: [
+                ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/My%20Files")]))
+            #expect(spaced.status == 302 && spaced.location == "https://app.example.com/oauth2/start?rd=https%3A%2F%2Fapp.example.com%2F")
             // another allowed host, with a port
             let other = try #require(try await ChildProcess.curlRedirect(url, from: "127.0.0.1", headers: [
                 ("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "wiki.example.org:8080"), ("X-Forwarded-Uri", "/")]))
@@ -309,9 +313,10 @@ struct SessionCookieScopeTests {
 
     @Test("SESSION_COOKIE_DOMAIN must be PUBLIC_URL's host or a parent of it")
     func validation() throws {
+        let pem = try P256PrivateKey.generate().pkcs8PEM()
         let settings = [
             "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
-            "APPLE_PRIVATE_KEY": try P256PrivateKey.generate().pkcs8PEM(), "PUBLIC_URL": "https://app.example.com",
+            "APPLE_PRIVATE_KEY": pem, "PUBLIC_URL": "https://app.example.com",
             "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)), "DATABASE_URL": "sqlite::memory:",
         ]
         func load(_ overrides: [String: String]) throws -> SIWAConfiguration {

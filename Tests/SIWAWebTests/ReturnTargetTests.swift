@@ -16,6 +16,7 @@ struct ReturnTargetTests {
         "/%2F%2Fevil.com", "/%2f/evil.com", "/%5Cevil.com", "/%5cevil.com", "/%252F%252Fevil.com", "/%25252F%25252Fevil.com",
         "/%255Cevil.com", "/%E2%80%AE/evil.com", "/%E2%80%8B/evil.com", "/%C2%A0/evil.com", "/%E3%80%80/evil.com",
         "\t//evil.com", " /x", "/x ", "/x\n", "/x\r\nSet-Cookie:%20a=b", "/x%0D%0ASet-Cookie:%20a=b", "/a b",
+        "/search?q=a%20b", "https://app.example.com/My%20Files",   // SPEC §10: no whitespace after decoding, anywhere
         "https://allowed.example.com@evil.com", "https://app.example.com@evil.com/", "https://user:pw@app.example.com/",
         "https://app.example.com%40evil.com", "https://app.example.com%2F@evil.com",
         "javascript:alert(1)", "JavaScript:alert(1)", "javascript://app.example.com/%0Aalert(1)",
@@ -33,7 +34,7 @@ struct ReturnTargetTests {
     ]
 
     static let accepted: [(String, String)] = [
-        ("/", "/"), ("/private", "/private"), ("/private/page?x=1&y=two%20words#top", "/private/page?x=1&y=two%20words#top"),
+        ("/", "/"), ("/private", "/private"), ("/private/page?x=1&y=two+words&next=%2Fhome#top", "/private/page?x=1&y=two+words&next=%2Fhome#top"),
         ("/a/b/../c", "/a/b/../c"), ("/search?q=100%25", "/search?q=100%25"), ("/caf%C3%A9", "/caf%C3%A9"),
         ("/x?next=https://evil.com", "/x?next=https://evil.com"),   // a query value is the app's business, not a redirect
         ("https://auth.example.com/", "https://auth.example.com/"), ("https://auth.example.com", "https://auth.example.com"),
@@ -44,7 +45,7 @@ struct ReturnTargetTests {
         ("https://a.b.corp.example.org?x=1", "https://a.b.corp.example.org?x=1"), ("https://xn--caf-dma.corp.example.org/", "https://xn--caf-dma.corp.example.org/"),
     ]
 
-    @Test("hostile values are refused", arguments: hostile)
+    @Test("hostile values are refused", arguments: ReturnTargetTests.hostile)
     func refused(_ value: String) {
         guard case .failure = ReturnTarget.validate(value, policy: Self.policy) else {
             Issue.record("accepted: \(value.debugDescription)")
@@ -63,7 +64,7 @@ struct ReturnTargetTests {
         #expect(Self.hostile.contains { $0.hasPrefix("data:") })
     }
 
-    @Test("paths on this site and URLs on allowed hosts are accepted as given", arguments: accepted)
+    @Test("paths on this site and URLs on allowed hosts are accepted as given", arguments: ReturnTargetTests.accepted)
     func acceptedValues(_ value: String, _ location: String) {
         #expect((try? ReturnTarget.validate(value, policy: Self.policy).get())?.location == location, "\(value)")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import SIWAStore
 
@@ -47,7 +48,7 @@ struct GatewayController: Sendable {
         return Self.unauthorized
     }
 
-    static let unauthorized = Response.json(["error": "not_signed_in"], status: .unauthorized)
+    static var unauthorized: Response { .json(["error": "not_signed_in"], status: .unauthorized) }
 
     /// For `?redirect=true` (Caddy, Traefik): where an unauthenticated person goes, or nil when this
     /// is not a top-level GET from a trusted proxy naming an allowed URL (then: 401).
@@ -61,15 +62,25 @@ struct GatewayController: Sendable {
         let method = request.headers[Self.forwardedMethod]?.uppercased() ?? request.method.rawValue
         guard method == "GET" || method == "HEAD", request.method == .get || request.method == .head else { return nil }
         if let mode = request.headers[.secFetchMode], mode.lowercased() != "navigate" { return nil }
+        let policy = dependencies.configuration.returnTargetPolicy
         let original = "\(proto)://\(host)\(uri)"
-        switch ReturnTarget.validate(original, policy: dependencies.configuration.returnTargetPolicy) {
-        case .success(let target):
-            return dependencies.configuration.publicURL + "/oauth2/start?rd=" + SignInController.percentEncode(target.location)
+        let target: ReturnTarget
+        switch ReturnTarget.validate(original, policy: policy) {
+        case .success(let valid):
+            target = valid
         case .failure(let refusal):
-            context.logger.warning("forward-auth: the original URL is not an allowed return target (add its host to ALLOWED_REDIRECT_HOSTS?)",
-                                   metadata: ["host": .string(ClientAddress.printable(host)), "refusal": .string("\(refusal)")])
-            return nil
+            // A URL `rd` cannot carry (e.g. an encoded space, which SPEC §10 refuses in any `rd`) on an
+            // allowed host: the person still signs in, and lands on the site's root.
+            guard case .success(let root) = ReturnTarget.validate("\(proto)://\(host)/", policy: policy) else {
+                context.logger.warning("forward-auth: the original URL is not an allowed return target (add its host to ALLOWED_REDIRECT_HOSTS?)",
+                                       metadata: ["host": .string(ClientAddress.printable(host)), "refusal": .string("\(refusal)")])
+                return nil
+            }
+            context.logger.notice("forward-auth: the original URL cannot be a return target; returning to the site's root",
+                                  metadata: ["refusal": .string("\(refusal)")])
+            target = root
         }
+        return dependencies.configuration.publicURL + "/oauth2/start?rd=" + SignInController.percentEncode(target.location)
     }
 
     /// `GET /oauth2/userinfo`: who is signed in, as JSON.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// `ALLOWED_REDIRECT_HOSTS`: hosts besides `PUBLIC_URL`'s that `rd` may name (SPEC §10).
 /// `app.example.com` is that host exactly; `.example.com` is `example.com` and every subdomain,
 /// matched on a dot boundary (so never `evilexample.com`).
