@@ -9,8 +9,8 @@ struct GatewayController: Sendable {
     let dependencies: SIWADependencies
 
     /// nginx's `auth_request` subrequest keeps the original request's method, so a POST to a
-    /// protected page asks `/oauth2/auth` with POST: every method gets the same answer (HEAD via GET).
-    static let authMethods: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete, .options]
+    /// protected page asks `/oauth2/auth` with POST: every method gets the same answer.
+    static let authMethods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     var endpoints: RouteCollection<AppRequestContext> {
         let routes = RouteCollection(context: AppRequestContext.self)
