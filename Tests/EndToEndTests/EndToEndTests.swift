@@ -171,7 +171,10 @@ struct EndToEndTests {
         guard let location = try database.location() else { return }
         try await EndToEnd.run(databaseLocation: location) { e2e in
             let bundleID = try #require(e2e.configuration.nativeClientIDs.first)
-            let rawNonce = SecureRandom.token()
+            // The nonce must be one the server issued (SPEC §7).
+            let issued = try await e2e.http.execute(HTTPClientRequest(method: .POST, url: e2e.appURL + "/auth/apple/native/nonce"))
+            #expect(issued.status == 200)
+            let rawNonce = try #require((try JSONSerialization.jsonObject(with: Data(issued.body)) as? [String: Any])?["nonce"] as? String)
             let fields = try await e2e.emulator.approve(ApprovalRequest(
                 clientID: bundleID, redirectURI: "", nonce: SHA256.hexDigest(Array(rawNonce.utf8)), personID: "p2"))
             let body: [String: Any] = [

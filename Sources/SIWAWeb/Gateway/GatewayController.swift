@@ -45,7 +45,8 @@ struct GatewayController: Sendable {
         if request.uri.queryParameters.get("redirect") == "true", let target = signInRedirect(request, context: context) {
             return Response(status: .found, headers: [.location: target, .cacheControl: "no-store"])
         }
-        return Self.unauthorized
+        // A HEAD answer has no body.
+        return request.method == .head ? Response(status: .unauthorized, headers: [.cacheControl: "no-store"]) : Self.unauthorized
     }
 
     static var unauthorized: Response { .json(["error": "not_signed_in"], status: .unauthorized) }
