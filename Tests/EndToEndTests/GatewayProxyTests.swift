@@ -3,6 +3,8 @@ import SIWATestSupport
 import SIWAWeb
 import Testing
 
+@testable import siwa
+
 /// SPEC §10 behind real proxies: Debian's nginx and Caddy run the files in deploy/ (the README shows
 /// them) in front of the built `siwa serve` in demo mode and an upstream app that echoes its headers
 /// (Tests/Gateway/gateway_journey.py does the driving; Python standard library only).
@@ -39,6 +41,20 @@ struct GatewayProxyTests {
     @Test("Caddy forward_auth: sign-in and back to the page, identity headers, forged ones dropped, sign-out",
           .enabled(if: isEnabled("caddy")), .timeLimit(.minutes(3)))
     func caddy() async throws { try await Self.journey("caddy") }
+
+    @Test("--allowed-redirect-hosts is a serve flag that wins over ALLOWED_REDIRECT_HOSTS, and doctor's summary shows it")
+    func flag() throws {
+        let options = try SettingsOptions.parse(["--allowed-redirect-hosts", ".example.org,app.example.net"])
+        let values = options.merged(with: ["ALLOWED_REDIRECT_HOSTS": "other.example.com", "PUBLIC_URL": "http://localhost:8080"])
+        #expect(values["ALLOWED_REDIRECT_HOSTS"] == ".example.org,app.example.net")
+        let folder = NSTemporaryDirectory() + "siwa-flag-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var demo = values
+        demo["DATA_DIR"] = folder
+        let configuration = try SIWAConfiguration.load(from: demo)
+        #expect(configuration.allowedRedirectHosts.allows("wiki.example.org") && !configuration.allowedRedirectHosts.allows("other.example.com"))
+        #expect(configuration.summary.contains { $0.0 == "ALLOWED_REDIRECT_HOSTS" && $0.1 == "app.example.net,.example.org" })
+    }
 
     @Test("the README shows deploy/nginx.conf, deploy/Caddyfile and deploy/siwa.service byte for byte")
     func readmeShowsTheTestedFiles() throws {
