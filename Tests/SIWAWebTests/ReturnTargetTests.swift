@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import SIWAWeb
@@ -29,7 +30,7 @@ struct ReturnTargetTests {
         "https://app.example.com.", "https://APP.example.com:0/", "https://app.example.com:99999/", "https://app.example.com:/",
         "https://app.example.com:80a/", "https://[::1/", "https://ａpp.example.com/", "https://app.example.com。evil.com/",
         "https://аpp.example.com/",   // Cyrillic а
-        "evil.com", "%2F%2Fevil.com", "%2Fpath", "./x", "../x", "?x=1", "#x",
+        "evil.com", "%2F%2Fevil.com", "%2Fpath", "./x", "../x", "?x=1", "#x", "/100%", "/%zz", "/%2",
         String(repeating: "/a", count: 1100),
     ]
 
@@ -84,6 +85,48 @@ struct ReturnTargetTests {
         #expect(refusal("https:evil.com") == .notAPathOrHTTPURL)
         #expect(refusal("http://evil.com%23.example.com") == .malformedHost)
         #expect(refusal(String(repeating: "a", count: 3000)) == .tooLong)
+    }
+
+    /// A small deterministic generator (SplitMix64), so a failure names a reproducible value.
+    struct SplitMix64 {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("50,000 values built from hostile pieces: whatever is accepted stays on an allowed host, by Foundation's URL parser")
+    func randomized() throws {
+        // setup
+        var random = SplitMix64(state: 0x5157_4120_0A7E_0012)
+        let pieces = ["/", "/", "//", "\\", "%2F", "%2f", "%5C", "%25", "%09", "%0A", "%20", "%", "@", "%40", ":", "http", "https", "://",
+                      "evil.com", "app.example.com", "auth.example.com", "corp.example.org", ".", "#", "%23", "?", "x", ":443", ":0",
+                      "javascript:", " ", "\t", "ａ", "%E3%80%82", "。", "[::1]", "..", "-"]
+        let base = try #require(URL(string: "https://auth.example.com/oauth2/start"))
+        func allowed(_ host: String) -> Bool {
+            host == "auth.example.com" || host == "app.example.com" || host == "corp.example.org" || host.hasSuffix(".corp.example.org")
+        }
+        var accepted = 0
+        // MUT
+        for _ in 0..<50_000 {
+            var value = ""
+            for _ in 0..<(Int(random.next() % 7) + 1) { value += pieces[Int(random.next() % UInt64(pieces.count))] }
+            guard case .success(let target) = ReturnTarget.validate(value, policy: Self.policy) else { continue }
+            accepted += 1
+            // validate: an independent parser agrees that it stays on an allowed host, without userinfo
+            guard let resolved = URL(string: target.location, relativeTo: base)?.absoluteURL, let host = resolved.host?.lowercased() else {
+                Issue.record("accepted, but Foundation cannot resolve it: \(value.debugDescription)")
+                continue
+            }
+            #expect(allowed(host), "\(value.debugDescription) → \(host)")
+            #expect(resolved.user == nil && resolved.password == nil, "\(value.debugDescription)")
+            if value.hasPrefix("/") { #expect(host == "auth.example.com", "\(value.debugDescription)") }
+        }
+        #expect(accepted > 500, "the generator reaches accepted values (\(accepted))")
     }
 
     @Test("decoding runs until the value stops changing")

@@ -95,6 +95,8 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
         guard value.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E && $0 != UInt8(ascii: "\\") }) else {
             return .failure(.forbiddenCharacter)
         }
+        // Every `%` starts an escape: a URL with a stray one is not well formed, and parsers differ on it.
+        guard hasWellFormedEscapes(Array(value.utf8)) else { return .failure(.forbiddenCharacter) }
         // Every decoding stage: no control, format or space characters, no backslash, and a path
         // never turns into `//…`.
         let isPath = value.hasPrefix("/")
@@ -136,15 +138,29 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
         return stages
     }
 
-    static func percentDecode(_ bytes: [UInt8]) -> [UInt8] {
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-            default: return nil
+    private static func hex(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    static func hasWellFormedEscapes(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, hex(bytes[index + 1]) != nil, hex(bytes[index + 2]) != nil else { return false }
+                index += 3
+            } else {
+                index += 1
             }
         }
+        return true
+    }
+
+    static func percentDecode(_ bytes: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var index = 0
