@@ -17,7 +17,7 @@ package struct Migration: Sendable {
 
 /// The schema, in order. The SQL is portable: TEXT ids (UUID strings), BIGINT Unix seconds, BOOLEAN flags
 /// (SQLite stores 0/1), base64 TEXT for ciphertexts.
-let migrations: [Migration] = [
+package let migrations: [Migration] = [
     Migration(version: 1, name: "initial schema", statements: [
         """
         CREATE TABLE users (
@@ -122,7 +122,6 @@ let migrations: [Migration] = [
     // A person who signs in on the web and in the app holds one Apple refresh token per client id; keyed by
     // user alone, each sign-in overwrote the other's token, which was then never revoked. SQLite cannot change
     // a primary key in place, so the table is rebuilt (the same statements work on PostgreSQL).
-    // (Version 2 is the native nonces.)
     Migration(version: 3, name: "apple_tokens keyed by user and client id", statements: [
         """
         CREATE TABLE apple_tokens_by_client (
@@ -142,8 +141,15 @@ let migrations: [Migration] = [
         "DROP TABLE apple_tokens",
         "ALTER TABLE apple_tokens_by_client RENAME TO apple_tokens",
     ]),
-    // Background work shared by several instances on one database (versions 4 and 5 belong to the
-    // gateway and the OpenID provider).
+    // Numbers need not be contiguous (2 was never used); each is applied once.
+    Migration(version: 4, name: "gateway return target", statements: [
+        // Where the gateway sends the person after sign-in (SPEC §10 `rd`), validated before it is stored.
+        "ALTER TABLE pending_authorizations ADD COLUMN return_to TEXT NULL",
+        // Kept through the name form (PROFILE_FALLBACK=ask) as well.
+        "ALTER TABLE pending_profiles ADD COLUMN return_to TEXT NULL",
+    ]),
+    // Background work shared by several instances on one database (version 5 belongs to the OpenID
+    // provider).
     Migration(version: 6, name: "consent-check claims and job leases", statements: [
         "ALTER TABLE users ADD COLUMN consent_claimed_until BIGINT NULL",
         """

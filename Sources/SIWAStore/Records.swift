@@ -84,14 +84,18 @@ public struct PendingAuthorization: Sendable, Equatable {
     public var createdAt: Int64
     public var expiresAt: Int64
     public var consumedAt: Int64?
+    /// Where the callback sends the person (the gateway's `rd`); nil: the account page.
+    public var returnTo: String?
 
-    public init(state: String, nonce: String, bindingHash: String, createdAt: Int64, expiresAt: Int64, consumedAt: Int64? = nil) {
+    public init(state: String, nonce: String, bindingHash: String, createdAt: Int64, expiresAt: Int64, consumedAt: Int64? = nil,
+                returnTo: String? = nil) {
         self.state = state
         self.nonce = nonce
         self.bindingHash = bindingHash
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.consumedAt = consumedAt
+        self.returnTo = returnTo
     }
 }
 
@@ -245,11 +249,14 @@ public struct PendingProfile: Sendable, Equatable {
     public var refreshToken: String?
     public var createdAt: Int64
     public var expiresAt: Int64
+    /// The gateway's `rd` of the sign-in that led here; nil: the account page.
+    public var returnTo: String?
 
     public init(
         tokenHash: String, appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
-        clientID: String, refreshToken: String?, createdAt: Int64, expiresAt: Int64
+        clientID: String, refreshToken: String?, createdAt: Int64, expiresAt: Int64, returnTo: String? = nil
     ) {
+        self.returnTo = returnTo
         self.tokenHash = tokenHash
         self.appleSub = appleSub
         self.email = email

@@ -9,7 +9,7 @@ enum Columns {
         "family_name", "created_at", "updated_at", "last_sign_in_at", "consent_checked_at",
     ]
     static let appleUserInfo = ["apple_sub", "given_name", "family_name", "email", "raw_json", "source", "received_at"]
-    static let pendingAuthorization = ["state", "nonce", "binding_hash", "created_at", "expires_at", "consumed_at"]
+    static let pendingAuthorization = ["state", "nonce", "binding_hash", "created_at", "expires_at", "consumed_at", "return_to"]
     static let session = ["token_hash", "user_id", "kind", "created_at", "expires_at", "last_seen_at"]
     static let appleToken = ["user_id", "client_id", "refresh_token", "created_at", "updated_at", "validated_at"]
     static let revocation = [
@@ -18,7 +18,7 @@ enum Columns {
     ]
     static let pendingProfile = [
         "token_hash", "apple_sub", "email", "email_verified", "is_private_email", "client_id", "refresh_token",
-        "created_at", "expires_at",
+        "created_at", "expires_at", "return_to",
     ]
 
     /// `a, b, c` — or `t.a AS p_a, …` for joins.
@@ -77,7 +77,8 @@ extension SQLRow {
             bindingHash: try value("binding_hash", String.self),
             createdAt: try value("created_at", Int64.self),
             expiresAt: try value("expires_at", Int64.self),
-            consumedAt: try value("consumed_at", Int64?.self)
+            consumedAt: try value("consumed_at", Int64?.self),
+            returnTo: try value("return_to", String?.self)
         )
     }
 
@@ -127,7 +128,8 @@ extension SQLRow {
             clientID: try value("client_id", String.self),
             refreshToken: try value("refresh_token", String?.self),
             createdAt: try value("created_at", Int64.self),
-            expiresAt: try value("expires_at", Int64.self)
+            expiresAt: try value("expires_at", Int64.self),
+            returnTo: try value("return_to", String?.self)
         )
     }
 }

@@ -5,9 +5,9 @@ extension SIWADatabase {
     public func insertPendingAuthorization(_ p: PendingAuthorization) async throws {
         try await write { sql in
             try await sql.raw("""
-                INSERT INTO pending_authorizations (state, nonce, binding_hash, created_at, expires_at, consumed_at)
+                INSERT INTO pending_authorizations (state, nonce, binding_hash, created_at, expires_at, consumed_at, return_to)
                 VALUES (\(bind: p.state), \(bind: p.nonce), \(bind: p.bindingHash), \(bind: p.createdAt),
-                        \(bind: p.expiresAt), \(bind: p.consumedAt))
+                        \(bind: p.expiresAt), \(bind: p.consumedAt), \(bind: p.returnTo))
                 """).run()
         }
     }

@@ -6,14 +6,14 @@ extension SIWADatabase {
         try await write { sql in
             try await sql.raw("""
                 INSERT INTO pending_profiles (token_hash, apple_sub, email, email_verified, is_private_email,
-                                              client_id, refresh_token, created_at, expires_at)
+                                              client_id, refresh_token, created_at, expires_at, return_to)
                 VALUES (\(bind: p.tokenHash), \(bind: p.appleSub), \(bind: p.email), \(bind: p.emailVerified),
                         \(bind: p.isPrivateEmail), \(bind: p.clientID), \(bind: p.refreshToken), \(bind: p.createdAt),
-                        \(bind: p.expiresAt))
+                        \(bind: p.expiresAt), \(bind: p.returnTo))
                 ON CONFLICT (token_hash) DO UPDATE SET apple_sub = excluded.apple_sub, email = excluded.email,
                     email_verified = excluded.email_verified, is_private_email = excluded.is_private_email,
                     client_id = excluded.client_id, refresh_token = excluded.refresh_token,
-                    created_at = excluded.created_at, expires_at = excluded.expires_at
+                    created_at = excluded.created_at, expires_at = excluded.expires_at, return_to = excluded.return_to
                 """).run()
         }
     }

@@ -7,8 +7,9 @@ extension SIWADatabase {
     }
 
     /// Valid (unexpired) session joined with its account; nil otherwise. Updates `last_seen_at` at most once a
-    /// minute, so that a busy page does not turn every read into a write.
-    public func session(tokenHash: String, now: Int64) async throws -> (SessionRecord, UserAccount)? {
+    /// minute, so that a busy page does not turn every read into a write — unless `touch` is false: the
+    /// gateway's `/oauth2/auth` runs before every request of the app behind it and only reads (SPEC §10).
+    public func session(tokenHash: String, now: Int64, touch: Bool = true) async throws -> (SessionRecord, UserAccount)? {
         let columns = Columns.list(Columns.session, table: "s", prefix: "s_") + ", "
             + Columns.list(Columns.user, table: "u", prefix: "u_")
         let found = try await withSQL { sql -> SessionAndUser? in
@@ -20,7 +21,7 @@ extension SIWADatabase {
             return SessionAndUser(session: try row.sessionRecord(prefix: "s_"), user: try row.userAccount(prefix: "u_"))
         }
         guard var found else { return nil }
-        if now - found.session.lastSeenAt >= 60 {
+        if touch, now - found.session.lastSeenAt >= 60 {
             try await write { sql in
                 try await sql.raw(
                     "UPDATE sessions SET last_seen_at = \(bind: now) WHERE token_hash = \(bind: tokenHash)"

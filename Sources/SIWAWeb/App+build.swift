@@ -13,10 +13,14 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
     let configuration = dependencies.configuration
     router.addMiddleware {
         RequestOriginMiddleware(trustedProxies: configuration.trustedProxies)
-        SecurityHeadersMiddleware(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS)
+        SecurityHeadersMiddleware(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS,
+                                  returnTargets: configuration.returnTargetPolicy)
         ErrorPageMiddleware(pages: dependencies.pages, metrics: dependencies.metrics)
         LogRequestsMiddleware(.debug)
         FileMiddleware(publicDirectory, searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
+        // The same files under /oauth2/static/, which pages use: behind the gateway only /oauth2/ and
+        // /auth/apple reach siwa, and the app behind it owns every other path.
+        FileMiddleware(publicDirectory, urlBasePath: "/oauth2/static", searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
     }
     router.addRoutes(SignInController(dependencies: dependencies).endpoints)
     router.addRoutes(CallbackController(dependencies: dependencies).endpoints)
@@ -24,6 +28,7 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
     router.addRoutes(NotificationsController(dependencies: dependencies).endpoints)
     router.addRoutes(NativeAPIController(dependencies: dependencies).endpoints)
     router.addRoutes(OperationsController(dependencies: dependencies).endpoints)
+    router.addRoutes(GatewayController(dependencies: dependencies).endpoints)
     return router
 }
 

@@ -24,6 +24,8 @@ public struct SIWADependencies: Sendable {
     let cookies: Cookies
     /// `RATE_LIMIT_PER_MINUTE`, one instance for every limited route (each route its own bucket).
     let rateLimit: RateLimitMiddleware
+    /// `rateLimit` with one budget for both ways to start a sign-in (`/auth/apple`, `/oauth2/start`).
+    var signInStartLimit: RateLimitMiddleware { rateLimit.sharing("/auth/apple") }
     /// `MAX_PENDING_AUTHORIZATIONS` and its per-client share, for the web and the native starts alike.
     let signInCap: SignInCap
     /// This process among the instances sharing the database: the holder of its job leases.

@@ -27,6 +27,7 @@ struct SettingsOptions: ParsableArguments {
     @Option(help: "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT: sign-ins one client address may start in 10 minutes (default 300, 0 = off)") var maxPendingAuthorizationsPerClient: String?
     @Option(help: "TRUSTED_PROXIES: addresses/CIDR ranges whose X-Forwarded-* headers are believed (default 127.0.0.0/8,::1)") var trustedProxies: String?
     @Option(help: "SESSION_COOKIE_DOMAIN: share the session cookie with subdomains (e.g. example.com)") var sessionCookieDomain: String?
+    @Option(help: "ALLOWED_REDIRECT_HOSTS: hosts the gateway's rd may name besides PUBLIC_URL's (app.example.com, .example.com)") var allowedRedirectHosts: String?
     @Option(help: "METRICS_PORT: serve /metrics on its own port instead of PORT") var metricsPort: String?
     @Option(help: "METRICS_TOKEN: bearer token /metrics requires") var metricsToken: String?
     @Flag(help: "SIWA_DEMO=1: demo mode even when HOST is not a loopback address") var demo = false
@@ -43,7 +44,7 @@ struct SettingsOptions: ParsableArguments {
             ("PROFILE_FALLBACK", profileFallback), ("APPLE_CLIENT_SECRET_LIFETIME", clientSecretLifetime),
             ("DATA_DIR", dataDir), ("SITE_NAME", siteName), ("MAX_PENDING_AUTHORIZATIONS", maxPendingAuthorizations),
             ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", maxPendingAuthorizationsPerClient), ("TRUSTED_PROXIES", trustedProxies),
-            ("SESSION_COOKIE_DOMAIN", sessionCookieDomain), ("METRICS_PORT", metricsPort), ("METRICS_TOKEN", metricsToken),
+            ("SESSION_COOKIE_DOMAIN", sessionCookieDomain), ("ALLOWED_REDIRECT_HOSTS", allowedRedirectHosts), ("METRICS_PORT", metricsPort), ("METRICS_TOKEN", metricsToken),
             ("SIWA_DEMO", demo ? "1" : nil),
         ]
         for (name, value) in flags { if let value { values[name] = value } }

@@ -4,7 +4,11 @@ sign-in with the Apple ID emulator, across sites (app on localhost, emulator on 
 Apple's cross-site form_post and the SameSite=None binding cookie are exercised for real.
 
 Run by EndToEndTests (which starts the app and the emulator on free loopback ports):
-    browser_flow.py --app http://localhost:P --emulator http://127.0.0.1:E --screenshots DIR
+    browser_flow.py --app http://localhost:P --emulator http://127.0.0.1:E --screenshots DIR \
+        [--gateway-siwa .build/debug/siwa]
+With --gateway-siwa it then walks the gateway journey once behind a real nginx (deploy/nginx.conf,
+started by Tests/Gateway/gateway_stack.py): a protected page of another app → the consent sheet →
+back on that page with the person's identity → sign-out ends access.
 Exits 0 when every step passed; prints one line per step.
 """
 import argparse
@@ -13,6 +17,7 @@ import os
 import shutil
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 from playwright.sync_api import sync_playwright
@@ -66,11 +71,51 @@ class Flow:
         return self.page.inner_text('[data-field="name"]').strip()
 
 
+def gateway_journey(browser, flow, siwa_binary):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Gateway"))
+    from gateway_stack import GatewayStack
+
+    with GatewayStack("nginx", siwa_binary) as stack:
+        grace = stack.people()["p2"]
+        context = browser.new_context(viewport={"width": 900, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        flow.page, flow.app, flow.emulator = page, stack.base_url, stack.emulator_url
+        protected = stack.base_url + "/private/page?x=1&y=two+words&next=%2Fhome"
+
+        page.goto(protected)
+        flow.expect_page("emulator-sheet")
+        assert page.url.startswith(stack.emulator_url), page.url
+        flow.step("gateway-nginx-protected-page-sends-to-apple")
+        flow.choose("p2")
+        assert flow.has_name_fields(), "first authorization must ask for the name"
+        flow.step("gateway-nginx-consent-sheet")
+        page.click('button[value="continue"]')
+        flow.expect_page("upstream")
+        assert page.url == protected, page.url
+
+        def header(name):
+            return page.inner_text(f'[data-header="{name}"]').strip()
+        assert header("x-auth-request-preferred-username") == "Grace Hopper", header("x-auth-request-preferred-username")
+        assert header("x-auth-request-email") == grace["email"], header("x-auth-request-email")
+        assert len(header("x-auth-request-user")) == 36, header("x-auth-request-user")
+        flow.step("gateway-nginx-back-on-the-protected-page")
+
+        page.goto(stack.base_url + "/oauth2/sign_out?rd=" + urllib.parse.quote(stack.base_url + "/oauth2/sign_in", safe=""))
+        flow.expect_page("signin")
+        flow.step("gateway-nginx-signed-out")
+        page.goto(protected)
+        flow.expect_page("emulator-sheet")
+        flow.step("gateway-nginx-access-ended")
+        context.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--app", required=True)
     parser.add_argument("--emulator", required=True)
     parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--gateway-siwa", help="the siwa executable: also walk the gateway journey behind nginx")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -168,6 +213,10 @@ def main():
         assert background == "rgb(255, 255, 255)", background
         dark_page.screenshot(path=os.path.join(args.screenshots, "99-signin-dark.png"), full_page=True)
         print("ok    99 signin-dark", flush=True)
+
+        # 9. The gateway behind a real nginx: a protected page of another app, sign-in, back on it.
+        if args.gateway_siwa:
+            gateway_journey(browser, flow, args.gateway_siwa)
         browser.close()
     print("browser flow: all steps passed")
     return 0

@@ -196,7 +196,7 @@ struct EndToEndTests {
         }
     }
 
-    @Test("the real browser: Chromium through sign-in, consent, cross-site form_post, account, sign-out, deletion, cancel, recovery",
+    @Test("the real browser: Chromium through sign-in, consent, cross-site form_post, account, sign-out, deletion, cancel, recovery, and the gateway behind nginx",
           .enabled(if: BrowserTest.isEnabled))
     func browser() async throws {
         try await EndToEnd.run(databaseLocation: (try DatabaseURL("sqlite:\(EndToEnd.dataDirectory())/siwa.sqlite"), nil)) { e2e in
@@ -229,8 +229,9 @@ enum BrowserTest {
 
     static func run(appURL: String, emulatorURL: String) async throws -> (status: Int32, output: String) {
         let script = ResourceLocator.directory("Tests") + "/Browser/browser_flow.py"
-        return try await SIWABinary.run("/usr/bin/env", ["python3", script, "--app", appURL, "--emulator", emulatorURL,
-                                                     "--screenshots", screenshotsDirectory],
-                                        environment: ProcessInfo.processInfo.environment)
+        var arguments = ["python3", script, "--app", appURL, "--emulator", emulatorURL, "--screenshots", screenshotsDirectory]
+        // The gateway journey behind nginx needs the built siwa (it runs `siwa serve` behind nginx).
+        if let siwa = SIWABinary.path, GatewayProxyTests.isEnabled("nginx") { arguments += ["--gateway-siwa", siwa] }
+        return try await SIWABinary.run("/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment)
     }
 }

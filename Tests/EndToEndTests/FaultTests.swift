@@ -219,6 +219,12 @@ struct ThreatModelTests {
             let page = try await signedOut.get(e2e.appURL + "/?notice=%3Ca%20href%3D%22https%3A%2F%2Fevil.example%22%3Ego%3C%2Fa%3E")
             #expect(page.status == 200 && page.page == "signin")
             #expect(!page.text.contains("evil.example"))
+
+            // the gateway's rd (SPEC §10) names another site: refused with a 400 page, nothing started
+            for path in ["/auth/apple?rd=", "/oauth2/start?rd=", "/oauth2/sign_in?rd=", "/oauth2/sign_out?rd="] {
+                let refused = try await WebClient(http: e2e.http).get(e2e.appURL + path + SignInURL.encode(evil))
+                #expect(refused.status == 400 && refused.page == "error" && refused.header("Location") == nil, "\(path)")
+            }
         }
     }
 

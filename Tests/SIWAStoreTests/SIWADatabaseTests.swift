@@ -108,6 +108,37 @@ struct SIWADatabaseTests {
         }
     }
 
+    @Test("the gateway's return target (migration 4) travels with the pending authorization and profile", arguments: Backend.allCases)
+    func returnTargetIsStored(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            // setup
+            let target = "https://app.example.com/private?a=1&b=two%20words"
+            try await test.db.insertPendingAuthorization(.init(state: "with-rd", nonce: "n", bindingHash: "b", createdAt: 0, expiresAt: 600, returnTo: target))
+            try await test.db.insertPendingAuthorization(.init(state: "without-rd", nonce: "n", bindingHash: "b", createdAt: 0, expiresAt: 600))
+            try await test.db.savePendingProfile(.init(tokenHash: "pp-rd", appleSub: "s", email: nil, emailVerified: false, isPrivateEmail: false,
+                                                       clientID: "c", refreshToken: nil, createdAt: 0, expiresAt: 600, returnTo: "/back"))
+            // MUT + validate
+            #expect(try await test.db.consumePendingAuthorization(state: "with-rd", now: 1)?.returnTo == target)
+            let without = try #require(try await test.db.consumePendingAuthorization(state: "without-rd", now: 1))
+            #expect(without.returnTo == nil)
+            #expect(try await test.db.takePendingProfile(tokenHash: "pp-rd", now: 1)?.returnTo == "/back")
+        }
+    }
+
+    @Test("a session read with touch: false never writes last_seen_at", arguments: Backend.allCases)
+    func sessionReadWithoutTouch(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let (user, _) = try await test.db.completeSignIn(signIn(sub: "sub-touch", now: 0, session: "s-touch"))
+            // MUT: long after the last touch, a read-only lookup
+            let (read, _) = try #require(try await test.db.session(tokenHash: "s-touch", now: 1_000, touch: false))
+            // validate: unchanged; a normal lookup then touches it
+            #expect(read.lastSeenAt == 0)
+            #expect(try await test.db.session(tokenHash: "s-touch", now: 1_000, touch: false)?.0.lastSeenAt == 0)
+            #expect(try await test.db.session(tokenHash: "s-touch", now: 1_000)?.0.lastSeenAt == 1_000)
+            #expect(try await test.db.session(tokenHash: "s-touch", now: 1_001, touch: false)?.1.id == user.id)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func duplicateStateIsAConflict(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in

@@ -6,6 +6,8 @@ import SIWAStore
 struct AccountActionForm: Decodable, Sendable {
     var csrf: String?
     var confirm: String?
+    /// Sign-out only: where to go afterwards (SPEC §10 `rd`).
+    var rd: String?
 }
 
 /// `GET /account`, `POST /signout`, `POST /account/delete`.
@@ -40,15 +42,17 @@ struct AccountController: Sendable {
         return dependencies.pages.render(.account, title: "Your account", view: view)
     }
 
+    /// `POST /signout` (CSRF-protected), `rd` in the query or the form: 303 to it, else the sign-in page.
     func signOut(_ request: Request, context: AppRequestContext) async throws -> Response {
         let form = try await FormBody.decode(AccountActionForm.self, from: request)
+        let location = try dependencies.returnTarget(request, form: form.rd)?.location ?? "/?notice=signed_out"
         guard let session = try await dependencies.webSession(for: request) else {
-            return signedOutRedirect("/?notice=signed_out")
+            return signedOutRedirect(location)
         }
         guard dependencies.csrf.isValid(form.csrf, for: session.tokenHash) else { throw WebError.csrf }
         try await dependencies.database.deleteSession(tokenHash: session.tokenHash)
         context.logger.info("signed out", metadata: ["user": .string(session.account.id)])
-        return signedOutRedirect("/?notice=signed_out")
+        return signedOutRedirect(location)
     }
 
     func delete(_ request: Request, context: AppRequestContext) async throws -> Response {

@@ -73,13 +73,20 @@ struct CallbackController: Sendable {
 
         // 2. Cancelled (or any Apple-side error): back to the sign-in page with a gentle notice.
         if let appleError = form.error {
+            var returnTo: String?
             if let state = form.state, Self.isPlausible(state) {
-                _ = try await database.consumePendingAuthorization(state: state, now: dependencies.now())
+                returnTo = try await database.consumePendingAuthorization(state: state, now: dependencies.now())?.returnTo
             }
             dependencies.metrics.signIn("cancelled")
             // Anyone can post this field (newlines included): escaped and cut before it reaches the log.
             logger.info("sign-in ended at Apple", metadata: ["error": .string(LogSafe.text(appleError, limit: 64))])
-            return .seeOther(appleError == "user_cancelled_authorize" ? "/?notice=cancelled" : "/?notice=apple_error")
+            let notice = appleError == "user_cancelled_authorize" ? "cancelled" : "apple_error"
+            // A gateway sign-in goes back to the gateway's sign-in page (still carrying `rd`): behind
+            // the gateway, `/` is the protected app, which would start the sign-in over at once.
+            if let target = Self.storedTarget(returnTo, dependencies: dependencies) {
+                return .seeOther(SignInController.startPath("/oauth2/sign_in", target) + "&notice=" + notice)
+            }
+            return .seeOther("/?notice=" + notice)
         }
 
         // 3. The state names a pending authorization: unexpired, unused, bound to this browser.
@@ -157,12 +164,19 @@ struct CallbackController: Sendable {
         // 7–8. The account by sub only, then the session.
         let signIn = VerifiedSignIn(claims: claims, clientID: configuration.clientID, refreshToken: tokens.refreshToken,
                                     givenName: payload?.givenName, familyName: payload?.familyName)
-        return try await finish(signIn, replacing: request, logger: logger)
+        return try await finish(signIn, replacing: request, returnTo: Self.storedTarget(pending.returnTo, dependencies: dependencies),
+                                logger: logger)
+    }
+
+    /// A stored `rd`, checked again against today's configuration (it was checked when stored).
+    static func storedTarget(_ value: String?, dependencies: SIWADependencies) -> ReturnTarget? {
+        guard let value else { return nil }
+        return try? ReturnTarget.validate(value, policy: dependencies.configuration.returnTargetPolicy).get()
     }
 
     /// Signs in, or shows the recovery page / name form when a new account has no name anywhere.
     /// `request`'s own session, if any, ends: a sign-in always starts a fresh session (no fixation).
-    private func finish(_ signIn: VerifiedSignIn, replacing request: Request, logger: Logger) async throws -> Response {
+    private func finish(_ signIn: VerifiedSignIn, replacing request: Request, returnTo: ReturnTarget?, logger: Logger) async throws -> Response {
         let configuration = dependencies.configuration
         switch try await dependencies.complete(signIn, sessionKind: "web", logger: logger) {
         case .signedIn(_, let created, let sessionToken):
@@ -170,7 +184,7 @@ struct CallbackController: Sendable {
                 try await dependencies.database.deleteSession(tokenHash: BearerSecret.hash(previous))
             }
             dependencies.metrics.signIn(created ? "new_account" : "returning")
-            var response = Response.seeOther("/account")
+            var response = Response.seeOther(returnTo?.location ?? "/account")
             response.setCookie(dependencies.cookies.session(sessionToken))
             return response
         case .profileRequired where configuration.profileFallback == .ask:
@@ -181,7 +195,7 @@ struct CallbackController: Sendable {
                 tokenHash: hash, appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
                 isPrivateEmail: signIn.isPrivateEmail, clientID: signIn.clientID,
                 refreshToken: try signIn.refreshToken.map { try dependencies.cipher.seal($0, for: .pendingProfile(tokenHash: hash)) },
-                createdAt: now, expiresAt: now + Int64(Cookies.profileLifetime)
+                createdAt: now, expiresAt: now + Int64(Cookies.profileLifetime), returnTo: returnTo?.location
             ))
             dependencies.metrics.signIn("profile_form")
             var response = profilePage(csrf: dependencies.csrf.token(for: hash), email: signIn.email)
@@ -190,7 +204,9 @@ struct CallbackController: Sendable {
         case .profileRequired:
             dependencies.metrics.signIn("recovery")
             logger.notice("new account without a name: showing the recovery page")
-            return dependencies.pages.render(.recovery, title: "One more step to sign in")
+            // Its button starts the sign-in again, still carrying the gateway's `rd`.
+            return dependencies.pages.render(.recovery, title: "One more step to sign in",
+                                             view: ["startPath": SignInController.startPath("/auth/apple", returnTo)])
         }
     }
 
@@ -223,7 +239,8 @@ struct CallbackController: Sendable {
             // Opened from the pending profile it was bound to; `complete` seals it again for the account.
             refreshToken: try pending.refreshToken.map { try dependencies.cipher.open($0, from: .pendingProfile(tokenHash: hash)) },
             givenName: given, familyName: family)
-        var response = try await finish(signIn, replacing: request, logger: context.logger)
+        var response = try await finish(signIn, replacing: request,
+                                        returnTo: Self.storedTarget(pending.returnTo, dependencies: dependencies), logger: context.logger)
         response.setCookie(dependencies.cookies.clearedProfile)
         return response
     }

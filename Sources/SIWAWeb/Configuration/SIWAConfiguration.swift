@@ -63,12 +63,19 @@ public struct SIWAConfiguration: Sendable {
     public var trustedProxies: TrustedProxies = .loopback
     /// `SESSION_COOKIE_DOMAIN`: the session cookie's `Domain`, so apps on subdomains share it.
     public var sessionCookieDomain: String?
+    /// `ALLOWED_REDIRECT_HOSTS`: hosts besides `PUBLIC_URL`'s that the gateway's `rd` may name (SPEC §10).
+    public var allowedRedirectHosts: AllowedRedirectHosts = .none
     /// `METRICS_PORT`: `/metrics` on its own listener (same host) instead of the public one.
     public var metricsPort: Int?
     /// `METRICS_TOKEN`: a bearer token `/metrics` requires on the public listener.
     public var metricsToken: String?
     /// What start-up and `siwa doctor` print as warnings (e.g. an `APPLE_BASE_URL` that is not Apple's).
     public var warnings: [String] = []
+
+    /// What the gateway's `rd` may name: `PUBLIC_URL`'s host and `ALLOWED_REDIRECT_HOSTS`.
+    public var returnTargetPolicy: ReturnTarget.Policy {
+        ReturnTarget.Policy(publicHost: URLComponents(string: publicURL)?.host ?? "", allowedHosts: allowedRedirectHosts)
+    }
 
     /// Whether cookies get `Secure` and responses get HSTS.
     public var isHTTPS: Bool { publicURL.hasPrefix("https://") }
@@ -93,7 +100,7 @@ public struct SIWAConfiguration: Sendable {
         "HOST", "PORT", "TOKEN_ENCRYPTION_KEY", "APPLE_TIMEOUT", "EMULATOR_PORT", "RATE_LIMIT_PER_MINUTE",
         "PROFILE_FALLBACK", "APPLE_CLIENT_SECRET_LIFETIME", "DATA_DIR", "SITE_NAME", "MAX_PENDING_AUTHORIZATIONS",
         "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "TRUSTED_PROXIES", "SESSION_COOKIE_DOMAIN", "METRICS_PORT", "METRICS_TOKEN",
-        "SIWA_DEMO", "LOG_LEVEL",
+        "ALLOWED_REDIRECT_HOSTS", "SIWA_DEMO", "LOG_LEVEL",
     ]
 
     /// Reads and validates the configuration from `values` (environment merged with flags).
@@ -220,6 +227,12 @@ public struct SIWAConfiguration: Sendable {
             }
             cookieDomain = bare
         }
+        let allowedRedirectHosts: AllowedRedirectHosts
+        switch AllowedRedirectHosts.parse(reader.string("ALLOWED_REDIRECT_HOSTS") ?? "") {
+        case .success(let parsed): allowedRedirectHosts = parsed
+        case .failure(let error):
+            throw ConfigurationError("ALLOWED_REDIRECT_HOSTS", "must be comma-separated host names (app.example.com, or .example.com for a domain and its subdomains; punycode for non-ASCII names), got \"\(error.entry)\"")
+        }
         var metricsPort: Int?
         if reader.string("METRICS_PORT") != nil {
             let value = try reader.port("METRICS_PORT", default: 0)
@@ -243,7 +256,8 @@ public struct SIWAConfiguration: Sendable {
             profileFallback: fallback, clientSecretLifetime: lifetime, dataDirectory: dataDirectory,
             siteName: reader.string("SITE_NAME") ?? (isDemo ? "siwa demo" : URLComponents(string: publicURL)?.host ?? "siwa"),
             maximumPendingAuthorizations: maximumPending, maximumPendingAuthorizationsPerClient: perClient,
-            trustedProxies: trustedProxies, sessionCookieDomain: cookieDomain, metricsPort: metricsPort,
+            trustedProxies: trustedProxies, sessionCookieDomain: cookieDomain, allowedRedirectHosts: allowedRedirectHosts,
+            metricsPort: metricsPort,
             metricsToken: metricsToken, warnings: warnings
         )
     }
@@ -306,6 +320,7 @@ public struct SIWAConfiguration: Sendable {
             ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", maximumPendingAuthorizationsPerClient == 0 ? "off" : "\(maximumPendingAuthorizationsPerClient)"),
             ("TRUSTED_PROXIES", trustedProxies.description),
             ("SESSION_COOKIE_DOMAIN", sessionCookieDomain ?? "(none: this host only)"),
+            ("ALLOWED_REDIRECT_HOSTS", allowedRedirectHosts.description),
             ("METRICS_PORT", metricsPort.map(String.init) ?? "(none: /metrics on PORT)"),
             ("METRICS_TOKEN", metricsToken == nil ? "(none)" : "set"),
         ]

@@ -13,7 +13,7 @@ struct ErrorPageMiddleware: RouterMiddleware {
     let pages: PageRenderer
     let metrics: SIWAMetrics
 
-    static let jsonPrefixes = ["/api/", "/auth/apple/native", "/auth/apple/notifications"]
+    static let jsonPrefixes = ["/api/", "/auth/apple/native", "/auth/apple/notifications", "/oauth2/auth", "/oauth2/userinfo"]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {

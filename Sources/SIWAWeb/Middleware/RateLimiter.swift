@@ -44,10 +44,17 @@ struct RateLimitMiddleware: RouterMiddleware {
     /// nil when the limit is off.
     let limiter: RateLimiter?
     let metrics: SIWAMetrics
+    /// One budget for several routes (the sign-in starts `/auth/apple` and `/oauth2/start`); nil: per route.
+    var bucket: String?
+
+    /// The same limiter, counting `routes` in one budget named `bucket`.
+    func sharing(_ bucket: String) -> RateLimitMiddleware {
+        RateLimitMiddleware(limiter: limiter, metrics: metrics, bucket: bucket)
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let limiter else { return try await next(request, context) }
-        let route = context.endpointPath ?? request.uri.path
+        let route = bucket ?? context.endpointPath ?? request.uri.path
         guard let retryAfter = await limiter.check(route + " " + context.origin.client.limitKey) else {
             return try await next(request, context)
         }

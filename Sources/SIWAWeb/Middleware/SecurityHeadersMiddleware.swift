@@ -8,12 +8,19 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
     let contentSecurityPolicy: String
     let hsts: Bool
 
-    init(appleOrigin: String, hsts: Bool) {
+    init(appleOrigin: String, hsts: Bool, returnTargets: ReturnTarget.Policy? = nil) {
         // form-action allows Apple's origin too: Chromium applies form-action to redirects after a
-        // form submission, and the sign-in may be started from a form.
+        // form submission, and the sign-in may be started from a form. For the same reason it allows
+        // the hosts the gateway may return to (sign-out and the name form end with a 303 to `rd`).
+        var formTargets = ["'self'", appleOrigin]
+        if let policy = returnTargets {
+            formTargets.append(policy.publicHost + ":*")
+            formTargets += policy.allowedHosts.exact.sorted().map { $0 + ":*" }
+            formTargets += policy.allowedHosts.domains.flatMap { [$0 + ":*", "*." + $0 + ":*"] }
+        }
         self.contentSecurityPolicy = [
             "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
-            "font-src 'self'", "connect-src 'self'", "form-action 'self' \(appleOrigin)",
+            "font-src 'self'", "connect-src 'self'", "form-action " + formTargets.joined(separator: " "),
             "frame-ancestors 'none'", "base-uri 'none'",
         ].joined(separator: "; ")
         self.hsts = hsts

@@ -12,7 +12,7 @@ struct SignInController: Sendable {
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
             .get("/", use: signInPage)
-            .add(middleware: dependencies.rateLimit)
+            .add(middleware: dependencies.signInStartLimit)
             .get("/auth/apple", use: start)
     }
 
@@ -28,15 +28,32 @@ struct SignInController: Sendable {
         if try await dependencies.webSession(for: request) != nil {
             return .seeOther("/account")
         }
-        var view: [String: Any] = [:]
+        return page(request, startPath: "/auth/apple")
+    }
+
+    /// The sign-in page whose button opens `startPath` (the gateway's carries `rd`).
+    func page(_ request: Request, startPath: String) -> Response {
+        var view: [String: Any] = ["startPath": startPath]
         if let key = request.uri.queryParameters.get("notice"), let notice = Self.notices[key] {
             view["notice"] = notice
         }
         return dependencies.pages.render(.signin, title: "Sign in", view: view)
     }
 
+    /// `path`, with `?rd=` when there is a return target.
+    static func startPath(_ path: String, _ target: ReturnTarget?) -> String {
+        guard let target else { return path }
+        return path + "?rd=" + percentEncode(target.location)
+    }
+
+    /// `GET /auth/apple[?rd=]` and the gateway's `GET /oauth2/start?rd=`: one handler, one rate-limit
+    /// budget, one sign-in cap and one navigation check for both.
     func start(_ request: Request, context: AppRequestContext) async throws -> Response {
         let configuration = dependencies.configuration
+        // `rd` first: a refused one stops here, before any cookie or row exists (SPEC §10). The
+        // gateway's start returns to the site's root when it names nothing.
+        let returnTo = try dependencies.returnTarget(request)?.location
+            ?? (context.endpointPath?.hasPrefix("/oauth2/") == true ? "/" : nil)
         // One binding value per browser: reusing it lets two tabs sign in at once.
         let existing = request.cookies[dependencies.cookies.bindingName]?.value
         let binding = existing.flatMap { BearerSecret.isWellFormed($0) ? $0 : nil } ?? BearerSecret.generate()
@@ -53,7 +70,8 @@ struct SignInController: Sendable {
         try await dependencies.signInCap.admit(context.origin, database: dependencies.database, now: now, context: context)
         let pending = PendingAuthorization(
             state: SecureRandom.token(byteCount: 32), nonce: SecureRandom.token(byteCount: 32),
-            bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil
+            bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil,
+            returnTo: returnTo
         )
         try await dependencies.database.insertPendingAuthorization(pending)
         let url = Self.authorizeURL(configuration: configuration, state: pending.state, nonce: pending.nonce)

@@ -11,9 +11,10 @@ struct StartedSignIn {
 }
 
 extension TestApp {
-    /// `GET /auth/apple` in `browser`; returns the state and nonce sent to Apple.
-    func start(_ browser: Browser) async throws -> StartedSignIn {
-        let response = try await browser.get("/auth/apple")
+    /// `GET /auth/apple` (or `path`, e.g. the gateway's `/oauth2/start?rd=…`) in `browser`; returns the
+    /// state and nonce sent to Apple.
+    func start(_ browser: Browser, path: String = "/auth/apple") async throws -> StartedSignIn {
+        let response = try await browser.get(path)
         #expect(response.status == .seeOther)
         let location = try #require(response.location)
         #expect(location.hasPrefix(apple.baseURL + "/auth/authorize?"))
@@ -42,8 +43,8 @@ extension TestApp {
     /// A whole first sign-in with the one-time `user` JSON; returns the callback's response.
     @discardableResult
     func signIn(_ browser: Browser, sub: String, given: String? = "Ada", family: String? = "Lovelace",
-                email: String = "ada@example.com") async throws -> TestResponse {
-        let started = try await start(browser)
+                email: String = "ada@example.com", path: String = "/auth/apple") async throws -> TestResponse {
+        let started = try await start(browser, path: path)
         var user: String?
         if given != nil || family != nil {
             user = try String(decoding: JSONSerialization.data(withJSONObject: [

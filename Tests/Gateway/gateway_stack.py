@@ -1,0 +1,264 @@
+"""The gateway under test, for real: `siwa serve` in demo mode (its Apple ID emulator beside it), a
+tiny upstream app that echoes the headers it received, and Debian's nginx or Caddy in front, run
+with the files in deploy/ exactly as the README shows them (placeholders filled in). Everything
+listens on free loopback ports, runs as the current user, and writes only to a temporary folder.
+
+    with GatewayStack("nginx", siwa_binary) as stack:
+        stack.base_url          # http://localhost:<proxy port>, siwa's PUBLIC_URL
+        stack.upstream.requests # what the app behind the gateway received
+"""
+import html
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEPLOY = os.path.join(ROOT, "deploy")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def default_siwa_binary():
+    for candidate in (os.environ.get("SIWA_BIN"), os.path.join(ROOT, ".build", "debug", "siwa")):
+        if candidate and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    return None
+
+
+class Upstream:
+    """The protected app: answers every request with a page listing the X-Auth-Request-* headers it
+    received (and all headers as JSON in <pre id="echo">), and remembers every request."""
+
+    def __init__(self):
+        self.requests = []
+        self.lock = threading.Lock()
+        upstream = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def handle_any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                received = {"method": self.command, "path": self.path, "headers": [[k, v] for k, v in self.headers.items()]}
+                with upstream.lock:
+                    upstream.requests.append(received)
+
+                def values(name):
+                    return [v for k, v in self.headers.items() if k.lower() == name.lower()]
+
+                rows = "".join(
+                    f'<dt>{name}</dt><dd data-header="{name.lower()}">{html.escape(", ".join(values(name)) or "(absent)")}</dd>'
+                    for name in ("X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username"))
+                body = (f'<!doctype html><html><head><meta charset="utf-8"><title>Protected app</title><style>body{{font-family:sans-serif;max-width:860px;margin:2em auto}}pre{{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:1em}}dd{{font-weight:bold}}</style></head>'
+                        f'<body data-page="upstream"><h1>The protected app</h1><p>Path: <code>{html.escape(self.path)}</code></p>'
+                        f'<dl>{rows}</dl><pre id="echo">{html.escape(json.dumps(received, indent=1))}</pre></body></html>').encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = handle_any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def seen(self):
+        with self.lock:
+            return list(self.requests)
+
+
+def fill(template_path, values):
+    with open(template_path) as f:
+        text = f.read()
+    for name, value in values.items():
+        text = text.replace(name, str(value))
+    left = re.findall(r"__[A-Z_]+__", text)
+    if left:
+        raise RuntimeError(f"unfilled placeholders in {template_path}: {left}")
+    return text
+
+
+class GatewayStack:
+    def __init__(self, proxy, siwa_binary=None, keep=False):
+        if proxy not in ("nginx", "caddy"):
+            raise ValueError(proxy)
+        self.proxy = proxy
+        self.siwa_binary = siwa_binary or default_siwa_binary()
+        if not self.siwa_binary:
+            raise RuntimeError("no siwa binary: build it (swift build) or set SIWA_BIN")
+        self.keep = keep
+        self.workdir = tempfile.mkdtemp(prefix=f"siwa-gateway-{proxy}-")
+        self.siwa_port, self.emulator_port, self.proxy_port = free_port(), free_port(), free_port()
+        self.base_url = f"http://localhost:{self.proxy_port}"
+        self.emulator_url = f"http://127.0.0.1:{self.emulator_port}"
+        self.upstream = Upstream()
+        self.processes = []
+
+    # -- processes
+
+    def log(self, name):
+        return open(os.path.join(self.workdir, name), "ab")
+
+    def spawn(self, name, arguments, env=None):
+        process = subprocess.Popen(arguments, cwd=ROOT, env=env, stdout=self.log(name + ".log"), stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        self.processes.append((name, process))
+        return process
+
+    def start_siwa(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("APPLE_")}
+        # Demo mode: no Apple credentials; the emulator listens on EMULATOR_PORT. PUBLIC_URL is the proxy's.
+        for name in ("PUBLIC_URL", "PORT", "HOST", "DATABASE_URL", "DATA_DIR", "EMULATOR_PORT", "TRUSTED_PROXIES",
+                     "ALLOWED_REDIRECT_HOSTS", "SESSION_COOKIE_DOMAIN", "TOKEN_ENCRYPTION_KEY", "SIWA_DEMO"):
+            env.pop(name, None)
+        self.spawn("siwa", [self.siwa_binary, "serve", "--host", "127.0.0.1", "--port", str(self.siwa_port),
+                            "--emulator-port", str(self.emulator_port), "--public-url", self.base_url,
+                            "--data-dir", os.path.join(self.workdir, "data"),
+                            "--database-url", "sqlite:" + os.path.join(self.workdir, "data", "siwa.sqlite"),
+                            "--log-level", "notice"], env=env)
+        self.wait_for(f"http://127.0.0.1:{self.siwa_port}/healthz", "siwa")
+        self.wait_for(self.emulator_url + "/emulator/admin/people", "the emulator")
+
+    def start_nginx(self):
+        site = fill(os.path.join(DEPLOY, "nginx.conf"),
+                    {"__PROXY_PORT__": self.proxy_port, "__SIWA_PORT__": self.siwa_port, "__APP_PORT__": self.upstream.port})
+        site_path = os.path.join(self.workdir, "siwa-gateway.conf")
+        with open(site_path, "w") as f:
+            f.write(site)
+        w = self.workdir
+        # What /etc/nginx/nginx.conf would hold, with every path in the temporary folder (nginx runs
+        # as this user, so none of its compiled-in /var paths is writable).
+        main = f"""worker_processes 1;
+pid {w}/nginx.pid;
+error_log {w}/nginx-error.log notice;
+events {{ worker_connections 128; }}
+http {{
+    access_log {w}/nginx-access.log;
+    client_body_temp_path {w}/nginx-body;
+    proxy_temp_path {w}/nginx-proxy;
+    fastcgi_temp_path {w}/nginx-fastcgi;
+    uwsgi_temp_path {w}/nginx-uwsgi;
+    scgi_temp_path {w}/nginx-scgi;
+    include {site_path};
+}}
+"""
+        main_path = os.path.join(w, "nginx.conf")
+        with open(main_path, "w") as f:
+            f.write(main)
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        check = subprocess.run([nginx, "-t", "-p", w, "-c", main_path, "-e", os.path.join(w, "nginx-error.log")],
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            raise RuntimeError("nginx -t failed:\n" + check.stdout + check.stderr)
+        self.spawn("nginx", [nginx, "-p", w, "-c", main_path, "-e", os.path.join(w, "nginx-error.log"), "-g", "daemon off;"])
+
+    def start_caddy(self):
+        site = fill(os.path.join(DEPLOY, "Caddyfile"),
+                    {"__SITE_ADDRESS__": self.base_url, "__SIWA_PORT__": self.siwa_port, "__APP_PORT__": self.upstream.port})
+        # Test-only global options: no admin endpoint (a system Caddy may own :2019), no certificates.
+        text = "{\n\tadmin off\n\tauto_https off\n}\n\n" + site
+        path = os.path.join(self.workdir, "Caddyfile")
+        with open(path, "w") as f:
+            f.write(text)
+        env = dict(os.environ, HOME=self.workdir, XDG_CONFIG_HOME=os.path.join(self.workdir, "config"),
+                   XDG_DATA_HOME=os.path.join(self.workdir, "share"))
+        caddy = shutil.which("caddy") or "/usr/bin/caddy"
+        self.spawn("caddy", [caddy, "run", "--config", path, "--adapter", "caddyfile"], env=env)
+
+    def wait_for(self, url, what, seconds=60):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            for name, process in self.processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} exited ({process.returncode}):\n{self.tail(name)}")
+            try:
+                with urllib.request.urlopen(url, timeout=3) as response:
+                    if response.status < 500:
+                        return
+            except urllib.error.HTTPError as error:
+                if error.code < 500:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{what} did not answer at {url} within {seconds} s")
+
+    def wait_for_port(self, port, what, seconds=30):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            for name, process in self.processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} exited ({process.returncode}):\n{self.tail(name)}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"{what} is not listening on {port}")
+
+    def tail(self, name, size=3000):
+        path = os.path.join(self.workdir, name + ".log")
+        if not os.path.exists(path):
+            return ""
+        with open(path, "rb") as f:
+            return f.read()[-size:].decode("utf-8", "replace")
+
+    def __enter__(self):
+        try:
+            self.upstream.start()
+            self.start_siwa()
+            self.start_nginx() if self.proxy == "nginx" else self.start_caddy()
+            self.wait_for_port(self.proxy_port, self.proxy)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        for name, process in reversed(self.processes):
+            if process.poll() is None:
+                # nginx's master stops its workers on SIGQUIT/SIGTERM; each process is its own group.
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.processes = []
+        self.upstream.stop()
+        if not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- the emulator's admin API
+
+    def people(self):
+        with urllib.request.urlopen(self.emulator_url + "/emulator/admin/people", timeout=10) as response:
+            return {person["id"]: person for person in json.loads(response.read())}

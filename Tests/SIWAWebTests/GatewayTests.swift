@@ -1,0 +1,345 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JOSE
+import SIWAStore
+import SIWATestSupport
+import Testing
+
+@testable import SIWAWeb
+
+extension HTTPField.Name {
+    static let authUser = HTTPField.Name("X-Auth-Request-User")!
+    static let authEmail = HTTPField.Name("X-Auth-Request-Email")!
+    static let authName = HTTPField.Name("X-Auth-Request-Preferred-Username")!
+}
+
+/// SPEC §10 in-process, on both databases: the forward-auth answers, `rd` through the sign-in and
+/// sign-out, and every way an `rd` can arrive refused before anything happens.
+@Suite("Gateway routes")
+struct GatewayTests {
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    @Test("/oauth2/auth: 401 without a session; 202 with all three identity headers, for every method", arguments: Backend.all)
+    func auth(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let anonymous = try await browser.get("/oauth2/auth")
+            #expect(anonymous.status == .unauthorized)
+            #expect(anonymous.headers[.authUser] == nil)
+            try await app.signIn(browser, sub: "010.a", given: "Ada", family: "Lovelace", email: "ada@example.com")
+            let account = try #require(try await app.database.user(sub: "010.a"))
+            for method in [HTTPRequest.Method.get, .head, .post, .put, .patch, .delete, .options] {
+                let response = try await browser.send("/oauth2/auth", method: method, body: nil)
+                #expect(response.status == .accepted, "\(method)")
+                #expect(response.headers[.authUser] == account.id, "\(method)")
+                #expect(response.headers[.authEmail] == "ada@example.com", "\(method)")
+                #expect(response.headers[.authName] == "Ada Lovelace", "\(method)")
+            }
+            // the client's own X-Auth-Request-* never change the answer
+            let forged = try await browser.get("/oauth2/auth", headers: [.authUser: "admin", .authName: "Admin"])
+            #expect(forged.headers[.authUser] == account.id && forged.headers[.authName] == "Ada Lovelace")
+            #expect(try await browser.fresh().get("/oauth2/auth", headers: [.authUser: "admin"]).status == .unauthorized)
+            // ?redirect=true from no proxy at all (in-process: no socket peer) is a plain 401
+            #expect(try await browser.fresh().get("/oauth2/auth?redirect=true").status == .unauthorized)
+        }
+    }
+
+    @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.all)
+    func authReadsOnly(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            // setup: an account without email, and a session last seen long ago
+            try await app.signIn(browser, sub: "010.b", given: "Grace", family: nil, email: "grace@example.com")
+            let account = try #require(try await app.database.user(sub: "010.b"))
+            let token = BearerSecret.generate()
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: "web",
+                                                               createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
+            let other = browser.fresh()
+            other.setCookie("__Host-siwa_session", token)
+            // MUT
+            for _ in 0..<3 { #expect(try await other.get("/oauth2/auth").status == .accepted) }
+            #expect(try await other.get("/oauth2/userinfo").status == .ok)
+            // validate: not touched; the account page does touch it
+            #expect(try await app.database.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt == 0)
+            #expect(try await other.get("/account").page == "account")
+            #expect(try await app.database.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
+        }
+    }
+
+    @Test("/oauth2/auth: an account without email and name still gets all three headers, empty", arguments: [Backend.sqlite])
+    func emptyHeaders(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let account = try await app.database.completeSignIn(NewSignIn(
+                appleSub: "010.empty", email: nil, emailVerified: false, isPrivateEmail: false, givenName: nil, familyName: nil,
+                transferFromSub: nil, clientID: TestApp.clientID, sealRefreshToken: nil, sessionTokenHash: "unused",
+                sessionKind: "api", sessionExpiresAt: Self.now() + 60, now: Self.now())).0
+            let token = BearerSecret.generate()
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: "web",
+                                                               createdAt: Self.now(), expiresAt: Self.now() + 3600, lastSeenAt: Self.now()))
+            browser.setCookie("__Host-siwa_session", token)
+            let response = try await browser.get("/oauth2/auth", headers: [.authEmail: "forged@evil.com"])
+            #expect(response.status == .accepted)
+            #expect(response.headers[.authUser] == account.id)
+            #expect(response.headers[values: .authEmail] == [""])
+            #expect(response.headers[values: .authName] == [""])
+            let info = try await browser.get("/oauth2/userinfo").json()
+            #expect(info["user"] as? String == account.id && info["email"] as? String == "" && info["preferredUsername"] as? String == "")
+        }
+    }
+
+    @Test("/oauth2/userinfo: 401 JSON, then who is signed in", arguments: Backend.all)
+    func userinfo(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let anonymous = try await browser.get("/oauth2/userinfo")
+            #expect(anonymous.status == .unauthorized)
+            #expect(try anonymous.json()["error"] as? String == "not_signed_in")
+            try await app.signIn(browser, sub: "010.d", given: "Katherine", family: "Johnson", email: "kj@example.com")
+            let response = try await browser.get("/oauth2/userinfo")
+            #expect(response.status == .ok)
+            let json = try response.json()
+            #expect(json["user"] as? String == (try await app.database.user(sub: "010.d"))?.id)
+            #expect(json["email"] as? String == "kj@example.com")
+            #expect(json["preferredUsername"] as? String == "Katherine Johnson")
+        }
+    }
+
+    @Test("rd travels with the pending authorization: the callback ends at it (start, /auth/apple, none)", arguments: Backend.all)
+    func returnAfterSignIn(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": ".example.org"]) { app, browser in
+            let cases: [(String, String)] = [
+                ("/oauth2/start?rd=%2Fprivate%2Fpage%3Fx%3D1%26y%3Dtwo%2Bwords%26next%3D%252Fhome", "/private/page?x=1&y=two+words&next=%2Fhome"),
+                ("/auth/apple?rd=https%3A%2F%2Fwiki.example.org%3A8443%2Fdocs", "https://wiki.example.org:8443/docs"),
+                ("/oauth2/start", "/"),
+                ("/auth/apple", "/account"),
+                ("/oauth2/start?rd=", "/"),
+            ]
+            for (index, (path, expected)) in cases.enumerated() {
+                let response = try await app.signIn(browser.fresh(), sub: "010.rd\(index)", path: path)
+                #expect(response.status == .seeOther, "\(path)")
+                #expect(response.location == expected, "\(path)")
+            }
+        }
+    }
+
+    @Test("a refused rd is a 400 error page before anything else happens, on every route", arguments: Backend.all)
+    func refusedEverywhere(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            try await app.signIn(browser, sub: "010.e")
+            let csrf = try await app.csrf(browser)
+            let pendingBefore = try await app.database.countPendingAuthorizations(now: Self.now())
+            for hostile in ["//evil.com", "/\\evil.com", "/%09/evil.com", "https://evil.com", "https://app.example.com@evil.com", "javascript:alert(1)"] {
+                let rd = SignInController.percentEncode(hostile)
+                let fresh = browser.fresh()
+                for path in ["/oauth2/start?rd=", "/auth/apple?rd=", "/oauth2/sign_in?rd=", "/oauth2/sign_out?rd="] {
+                    let response = try await (path.hasPrefix("/oauth2/sign") ? browser : fresh).get(path + rd)
+                    #expect(response.status == .badRequest && response.page == "error", "\(path)\(hostile)")
+                    #expect(response.location == nil)
+                    #expect(response.headers[values: .setCookie].isEmpty, "\(path)\(hostile)")
+                }
+                let post = try await browser.postForm("/signout?rd=" + rd, [("csrf", csrf)])
+                #expect(post.status == .badRequest && post.page == "error")
+                let form = try await browser.postForm("/signout", [("csrf", csrf), ("rd", hostile)])
+                #expect(form.status == .badRequest && form.page == "error")
+            }
+            // two rd values are refused too (which one would a proxy have meant?)
+            #expect(try await browser.get("/oauth2/sign_in?rd=%2Fa&rd=%2F%2Fevil.com").status == .badRequest)
+            // nothing happened: no sign-in started, still signed in
+            #expect(try await app.database.countPendingAuthorizations(now: Self.now()) == pendingBefore)
+            #expect(try await browser.get("/account").page == "account")
+        }
+    }
+
+    @Test("/oauth2/sign_in: the page's button carries rd; a signed-in person goes straight to rd", arguments: Backend.all)
+    func signInPage(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let page = try await browser.get("/oauth2/sign_in?rd=%2Fprivate%3Fa%3D1")
+            #expect(page.status == .ok && page.page == "signin")
+            #expect(page.text.contains("href=\"/oauth2/start?rd=%2Fprivate%3Fa%3D1\""))
+            #expect(page.text.contains("/oauth2/static/css/siwa.css"))
+            #expect(try await browser.get("/oauth2/static/css/siwa.css").status == .ok)
+            let plain = try await browser.get("/oauth2/sign_in")
+            #expect(plain.text.contains("href=\"/oauth2/start\""))
+            #expect(try await browser.get("/").text.contains("href=\"/auth/apple\""))
+            try await app.signIn(browser, sub: "010.f")
+            #expect(try await browser.get("/oauth2/sign_in?rd=%2Fprivate").location == "/private")
+            #expect(try await browser.get("/oauth2/sign_in").location == "/")
+        }
+    }
+
+    @Test("/oauth2/sign_out and POST /signout end the session server-side, clear the cookie, and go to rd", arguments: Backend.all)
+    func signOut(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": "app2.example.com"]) { app, browser in
+            try await app.signIn(browser, sub: "010.g")
+            let token = try #require(browser.cookie("__Host-siwa_session"))
+            let response = try await browser.get("/oauth2/sign_out?rd=https%3A%2F%2Fapp2.example.com%2Fbye")
+            #expect(response.status == .seeOther && response.location == "https://app2.example.com/bye")
+            #expect(response.headers[values: .setCookie].contains { $0.hasPrefix("__Host-siwa_session=;") && $0.contains("Max-Age=0") })
+            #expect(browser.cookie("__Host-siwa_session") == nil)
+            let thief = browser.fresh()
+            thief.setCookie("__Host-siwa_session", token)
+            #expect(try await thief.get("/oauth2/auth").status == .unauthorized)
+            // without a session and without rd: to /
+            #expect(try await browser.get("/oauth2/sign_out").location == "/")
+            // POST /signout with rd (query or form), CSRF still required
+            try await app.signIn(browser, sub: "010.g")
+            let csrf = try await app.csrf(browser)
+            #expect(try await browser.postForm("/signout?rd=%2Fbye", [("csrf", "forged")]).status == .forbidden)
+            let posted = try await browser.postForm("/signout", [("csrf", csrf), ("rd", "/bye")])
+            #expect(posted.location == "/bye")
+            #expect(try await browser.get("/oauth2/auth").status == .unauthorized)
+        }
+    }
+
+    @Test("rd survives the name form (PROFILE_FALLBACK=ask), the recovery page, and a cancel at Apple", arguments: Backend.all)
+    func throughInterruptions(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["PROFILE_FALLBACK": "ask"]) { app, browser in
+            let started = try await app.start(browser, path: "/oauth2/start?rd=%2Fback%3Fto%3Dhere")
+            let profile = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(started, sub: "010.h"))
+            #expect(profile.page == "profile")
+            let csrf = try #require(profile.text.range(of: "name=\"csrf\" value=\"").map { String(profile.text[$0.upperBound...].prefix { $0 != "\"" }) })
+            let done = try await browser.postForm("/auth/apple/profile", [("csrf", csrf), ("givenName", "Mary")])
+            #expect(done.location == "/back?to=here")
+
+            // cancel: back to the gateway's sign-in page, rd kept
+            let cancelled = try await app.start(browser.fresh(), path: "/oauth2/start?rd=%2Fdocs")
+            let answer = try await browser.postForm("/auth/apple/callback", [("error", "user_cancelled_authorize"), ("state", cancelled.state)])
+            #expect(answer.location == "/oauth2/sign_in?rd=%2Fdocs&notice=cancelled")
+            let page = try await browser.fresh().get(try #require(answer.location))
+            #expect(page.page == "signin" && page.text.contains("cancelled") && page.text.contains("/oauth2/start?rd=%2Fdocs"))
+        }
+        try await TestApp.run(backend) { app, browser in
+            let started = try await app.start(browser, path: "/oauth2/start?rd=%2Fback")
+            let recovery = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(started, sub: "010.i"))
+            #expect(recovery.page == "recovery")
+            #expect(recovery.text.contains("href=\"/auth/apple?rd=%2Fback\""))
+        }
+    }
+
+    @Test("/oauth2/start shares /auth/apple's rate-limit budget and its navigation check", arguments: [Backend.sqlite])
+    func startIsLimitedLikeAuthApple(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2"]) { app, browser in
+            #expect(try await browser.get("/oauth2/start?rd=%2Fa", headers: [.secFetchMode: "no-cors"]).status == .forbidden)
+            #expect(try await app.database.countPendingAuthorizations(now: Self.now()) == 0)
+            #expect(try await browser.get("/auth/apple").status == .seeOther)
+            let limited = try await browser.get("/oauth2/start?rd=%2Fa")
+            #expect(limited.status == .tooManyRequests)
+            #expect(try await browser.get("/auth/apple").status == .tooManyRequests)
+        }
+    }
+}
+
+/// `?redirect=true` needs a trusted proxy, so it runs over real sockets: requests from 127.0.0.1
+/// (the proxy) and from 127.0.0.2 (a client reaching siwa directly), sent with curl.
+@Suite("Gateway forward-auth redirect (live)")
+struct GatewayRedirectLiveTests {
+    @Test("an unauthenticated top-level GET from a trusted proxy is sent to /oauth2/start with the original URL", arguments: Backend.all)
+    func redirect(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["TRUSTED_PROXIES": "127.0.0.1", "ALLOWED_REDIRECT_HOSTS": ".example.org"], live: true) { _, browser in
+            let url = "http://127.0.0.1:\(try #require(browser.port))/oauth2/auth?redirect=true"
+            let forwarded = [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/private/page?x=1&y=two+words&next=%2Fhome")]
+            let answer = try #require(try await SourceBoundHTTP.redirect(url, from: "127.0.0.1", headers: forwarded + [("X-Forwarded-Method", "GET")]))
+            #expect(answer.status == 302)
+            let expected = "https://app.example.com/oauth2/start?rd=" + SignInController.percentEncode("https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
+            #expect(answer.location == expected)
+            // round trip: what /oauth2/start will read back is the original URL exactly
+            let components = try #require(URLComponents(string: answer.location))
+            #expect(components.queryItems?.first { $0.name == "rd" }?.value == "https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
+            // a URL that rd cannot carry (an encoded space) on an allowed host: the site's root instead
+            let spaced = try #require(try await SourceBoundHTTP.redirect(url, from: "127.0.0.1", headers: [
+                ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/My%20Files")]))
+            #expect(spaced.status == 302 && spaced.location == "https://app.example.com/oauth2/start?rd=https%3A%2F%2Fapp.example.com%2F")
+            // so does a URI that would be hostile as an rd: the return target is the root, never the URI
+            let hostileURI = try #require(try await SourceBoundHTTP.redirect(url, from: "127.0.0.1", headers: [
+                ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/\\evil.com")]))
+            #expect(hostileURI.status == 302 && hostileURI.location == "https://app.example.com/oauth2/start?rd=https%3A%2F%2Fapp.example.com%2F")
+            // another allowed host, with a port
+            let other = try #require(try await SourceBoundHTTP.redirect(url, from: "127.0.0.1", headers: [
+                ("X-Forwarded-Proto", "http"), ("X-Forwarded-Host", "wiki.example.org:8080"), ("X-Forwarded-Uri", "/")]))
+            #expect(other.status == 302 && other.location.hasSuffix("?rd=http%3A%2F%2Fwiki.example.org%3A8080%2F"))
+
+            // everything else: 401
+            let refusedCases: [(String, [(String, String)])] = [
+                ("127.0.0.2", forwarded),                                                   // not a trusted proxy
+                ("127.0.0.1", forwarded + [("X-Forwarded-Method", "POST")]),                // not a GET
+                ("127.0.0.1", forwarded + [("Sec-Fetch-Mode", "cors")]),                    // a fetch(), not a page
+                ("127.0.0.1", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "evil.com"), ("X-Forwarded-Uri", "/")]),   // not an allowed host
+                ("127.0.0.1", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com@evil.com"), ("X-Forwarded-Uri", "/")]),
+                ("127.0.0.1", [("X-Forwarded-Proto", "javascript"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/")]),
+                ("127.0.0.1", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com")]),                     // no URI
+            ]
+            for (source, headers) in refusedCases {
+                let refused = try #require(try await SourceBoundHTTP.redirect(url, from: source, headers: headers))
+                #expect(refused.status == 401 && refused.location.isEmpty, "\(source) \(headers)")
+            }
+            // without redirect=true it is always a plain 401
+            let plain = try #require(try await SourceBoundHTTP.redirect(url.replacingOccurrences(of: "?redirect=true", with: ""), from: "127.0.0.1", headers: forwarded))
+            #expect(plain.status == 401 && plain.location.isEmpty)
+        }
+    }
+}
+
+/// SPEC §9/§10: the session cookie's name and scope with and without `SESSION_COOKIE_DOMAIN`.
+@Suite("Session cookie scope")
+struct SessionCookieScopeTests {
+    func sessionSetCookie(_ response: TestResponse, _ name: String) -> String? {
+        response.headers[values: .setCookie].first { $0.hasPrefix(name + "=") }
+    }
+
+    @Test("https without SESSION_COOKIE_DOMAIN: __Host-, Path=/, no Domain; with it: __Secure- and Domain", arguments: [Backend.sqlite])
+    func names(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let response = try await app.signIn(browser, sub: "011.a")
+            let cookie = try #require(sessionSetCookie(response, "__Host-siwa_session"))
+            #expect(cookie.contains("Path=/") && cookie.contains("Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"))
+            #expect(!cookie.lowercased().contains("domain="))
+        }
+        try await TestApp.run(backend, settings: ["SESSION_COOKIE_DOMAIN": ".Example.com"]) { app, browser in
+            let response = try await app.signIn(browser, sub: "011.b")
+            #expect(sessionSetCookie(response, "__Host-siwa_session") == nil)
+            let cookie = try #require(sessionSetCookie(response, "__Secure-siwa_session"))
+            #expect(cookie.contains("Domain=example.com") && cookie.contains("Path=/") && cookie.contains("Secure") && cookie.contains("HttpOnly"))
+            // the binding cookie stays this host's, scoped to /auth/apple
+            let binding = try #require((try await browser.get("/auth/apple")).headers[values: .setCookie].first { $0.hasPrefix("__Secure-siwa_binding=") })
+            #expect(!binding.lowercased().contains("domain=") && binding.contains("Path=/auth/apple"))
+            // the session works under its name, and sign-out clears it on the same domain
+            #expect(try await browser.get("/oauth2/auth").status == .accepted)
+            let out = try await browser.get("/oauth2/sign_out")
+            let cleared = try #require(sessionSetCookie(out, "__Secure-siwa_session"))
+            #expect(cleared.contains("Domain=example.com") && cleared.contains("Max-Age=0"))
+        }
+        try await TestApp.run(backend, settings: ["PUBLIC_URL": "http://localhost:8080",
+                                                  "APPLE_REDIRECT_URI": "https://localhost:8080/auth/apple/callback"]) { app, browser in
+            let response = try await app.signIn(browser, sub: "011.c")
+            let cookie = try #require(sessionSetCookie(response, "siwa_session"))
+            #expect(!cookie.contains("Secure"))
+        }
+    }
+
+    @Test("SESSION_COOKIE_DOMAIN must be PUBLIC_URL's host or a parent of it")
+    func validation() throws {
+        let pem = try P256PrivateKey.generate().pkcs8PEM()
+        let settings = [
+            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_PRIVATE_KEY": pem, "PUBLIC_URL": "https://app.example.com",
+            "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)), "DATABASE_URL": "sqlite::memory:",
+        ]
+        func load(_ overrides: [String: String]) throws -> SIWAConfiguration {
+            var values = settings
+            values.merge(overrides) { $1 }
+            return try SIWAConfiguration.load(from: values)
+        }
+        #expect(try load(["SESSION_COOKIE_DOMAIN": "example.com"]).sessionCookieDomain == "example.com")
+        #expect(try load(["SESSION_COOKIE_DOMAIN": "app.example.com"]).sessionCookieDomain == "app.example.com")
+        for bad in ["evil.com", "com", "ample.com", "sub.app.example.com", "."] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try load(["SESSION_COOKIE_DOMAIN": bad]) }
+        }
+        #expect(try load(["ALLOWED_REDIRECT_HOSTS": "a.example.net,.example.org"]).allowedRedirectHosts.allows("x.example.org"))
+        do {
+            _ = try load(["ALLOWED_REDIRECT_HOSTS": "a.example.net,https://evil.com"])
+            Issue.record("accepted")
+        } catch let error as ConfigurationError {
+            #expect(error.setting == "ALLOWED_REDIRECT_HOSTS" && error.problem.contains("https://evil.com"))
+        }
+        #expect(SIWAConfiguration.settingNames.contains("ALLOWED_REDIRECT_HOSTS"))
+    }
+}
