@@ -119,6 +119,7 @@ let migrations: [Migration] = [
         """,
         "CREATE INDEX pending_profiles_sub_idx ON pending_profiles (apple_sub)",
     ]),
+    oidcProviderMigration,
 ]
 
 extension SIWADatabase {

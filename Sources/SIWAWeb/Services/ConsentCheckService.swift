@@ -195,6 +195,7 @@ public struct ConsentCheckService: Service {
                 do {
                     // Matched by sub, like the notification; a concurrent transfer or deletion makes it a no-op.
                     _ = try await dependencies.database.revokeConsent(sub: account.appleSub)
+                    try await dependencies.database.endOIDCGrants(sub: account.appleSub)
                 } catch {
                     return .transient("database: \(error)")
                 }

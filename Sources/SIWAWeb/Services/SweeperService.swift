@@ -14,7 +14,7 @@ struct SweeperService: Service {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
-                    let removed = try await database.sweepExpired(now: now())
+                    let removed = try await database.sweepExpired(now: now()) + database.sweepOIDC(now: now())
                     if removed > 0 { logger.debug("swept expired rows", metadata: ["rows": .stringConvertible(removed)]) }
                 } catch {
                     logger.warning("sweep failed", metadata: ["error": .string(String(describing: error))])
