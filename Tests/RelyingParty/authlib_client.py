@@ -103,7 +103,8 @@ class Person:
             else:
                 response = self.get(url)
             check(response.status_code in (302, 303), f"{url} answered {response.status_code}: {response.text[:300]}")
-            target = urllib.parse.urljoin(url, response.headers["Location"])
+            # Relative to what was asked last: after the consent, that is siwa's callback.
+            target = urllib.parse.urljoin(response.url, response.headers["Location"])
             if target == self.args.issuer + "/account":
                 # The Apple sign-in did not return to the authorization request (the gateway's `rd`).
                 check(allow_retry, "after the Apple sign-in siwa showed its account page instead of returning to the client "
