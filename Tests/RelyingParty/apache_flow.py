@@ -137,7 +137,13 @@ def walk(args, root):
         else:
             page.goto(protected)
             consent()
-        page.wait_for_selector('body[data-page="apache-protected"]', timeout=20000)
+        try:
+            page.wait_for_selector('body[data-page="apache-protected"]', timeout=20000)
+        except Exception:
+            kind = page.evaluate("document.body ? document.body.getAttribute('data-page') : null")
+            shot("ended-elsewhere")
+            hint = " (siwa's account page: the Apple sign-in did not return to the client; needs SPEC §10's rd)" if kind == "account" else ""
+            raise AssertionError(f"never reached Apache's protected page: ended at {page.url}, data-page={kind!r}{hint}")
         shot("apache-protected-page")
         name = page.inner_text('[data-claim="name"]').strip()
         email = page.inner_text('[data-claim="email"]').strip()
