@@ -20,7 +20,7 @@ struct SIWADatabaseTests {
             try await second.close()
 
             // validate
-            #expect(try await test.db.appliedMigrations() == [1])
+            #expect(try await test.db.appliedMigrations() == [1, 5])
             #expect(try await test.db.countPendingAuthorizations(now: 0) == 0)
         }
     }
@@ -625,7 +625,7 @@ struct SIWADatabaseOpenTests {
         // A restart: same file, migrations are a no-op, data is still there.
         let second = try await SIWADatabase.open(url, logger: testLogger)
         try await second.migrate()
-        #expect(try await second.appliedMigrations() == [1])
+        #expect(try await second.appliedMigrations() == [1, 5])
         #expect(try await second.recordNotification(jti: "j", eventType: "e", sub: "s", now: 2) == false)
         try await second.close()
     }

@@ -226,6 +226,18 @@ struct OIDCProviderController: Sendable {
     // MARK: UserInfo
 
     func userInfo(_ request: Request, context: AppRequestContext) async throws -> Response {
+        do {
+            return try await claims(request)
+        } catch let error as StoreError {
+            guard case .unavailable = error else { throw error }
+            var response = Response.json(["error": "temporarily_unavailable", "error_description": "the database is not answering; try again"],
+                                         status: .serviceUnavailable)
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+
+    private func claims(_ request: Request) async throws -> Response {
         guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
             return Self.bearerChallenge(nil)
         }
