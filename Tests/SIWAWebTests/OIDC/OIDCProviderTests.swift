@@ -411,6 +411,23 @@ struct OIDCProviderTests {
         }
     }
 
+    @Test("the daily consent check's invalid_grant (consent revoked at Apple) ends OIDC access tokens too", arguments: Backend.all)
+    func dailyCheckRevokes(backend: Backend) async throws {
+        try await Self.run(backend) { app, browser, _ in
+            try await app.signIn(browser, sub: "013.daily")
+            let request = RPRequest()
+            let code = try #require(try await app.authorize(browser, request).query["code"])
+            let accessToken = try #require(try await app.token(code: code, request: request, browser: browser).json()["access_token"] as? String)
+            #expect(try await app.userInfo(browser, accessToken: accessToken).status == .ok)
+            await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
+            var schedule = ConsentCheckService.Schedule()
+            // The check's clock is two days ahead; the token's hour is judged by the app's own clock.
+            let result = await app.consentCheck().runOnce(schedule: &schedule)
+            #expect(result.revoked == 1)
+            #expect(try await app.userInfo(browser, accessToken: accessToken).status == .unauthorized)
+        }
+    }
+
     @Test("the name comes from the stored account on every login, though Apple sent it only the first time", arguments: Backend.all)
     func nameOnEveryLogin(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
