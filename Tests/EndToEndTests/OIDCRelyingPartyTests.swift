@@ -141,7 +141,7 @@ struct OIDCRelyingPartyTests {
     static func apache(_ e2e: EndToEnd, port: Int, journey: String) async throws -> (status: Int32, output: String) {
         try await python("apache_flow.py", [
             "--app", e2e.appURL, "--emulator", e2e.emulatorURL, "--port", String(port), "--client-id", apacheID,
-            "--client-secret", apacheSecret, "--journey", journey, "--screenshots", BrowserTest.screenshotsDirectory + "/../oidc-apache",
+            "--client-secret", apacheSecret, "--journey", journey, "--screenshots", ResourceLocator.directory("Tests") + "/../screenshots/oidc-apache",
         ])
     }
 }
