@@ -148,8 +148,9 @@ package let migrations: [Migration] = [
         // Kept through the name form (PROFILE_FALLBACK=ask) as well.
         "ALTER TABLE pending_profiles ADD COLUMN return_to TEXT NULL",
     ]),
-    // Background work shared by several instances on one database (version 5 belongs to the OpenID
-    // provider).
+    oidcProviderMigration,
+    // Background work shared by several instances on one database (the
+    // OpenID provider's is 5).
     Migration(version: 6, name: "consent-check claims and job leases", statements: [
         "ALTER TABLE users ADD COLUMN consent_claimed_until BIGINT NULL",
         """

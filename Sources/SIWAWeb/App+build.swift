@@ -29,6 +29,9 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
     router.addRoutes(NativeAPIController(dependencies: dependencies).endpoints)
     router.addRoutes(OperationsController(dependencies: dependencies).endpoints)
     router.addRoutes(GatewayController(dependencies: dependencies).endpoints)
+    if let provider = configuration.oidc {
+        router.addRoutes(OIDCProviderController(dependencies: dependencies, provider: provider).endpoints)
+    }
     return router
 }
 

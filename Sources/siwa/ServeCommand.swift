@@ -88,6 +88,8 @@ enum Banner {
           The Apple ID emulator stands in for Apple at \(configuration.appleBaseURL)
           (what it has seen: \(configuration.appleBaseURL)/emulator).
           Keys and the database are in \(configuration.dataDirectory)/.
+          OpenID provider: \(configuration.publicURL)/.well-known/openid-configuration
+          (demo client siwa-demo-rp; try it with scripts/oidc-sample).
           Set APPLE_TEAM_ID, APPLE_CLIENT_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_PATH
           (see README) to talk to the real Apple.
         └──────────────────────────────────────────────────────────────────────┘

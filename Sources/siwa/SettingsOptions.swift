@@ -30,6 +30,8 @@ struct SettingsOptions: ParsableArguments {
     @Option(help: "ALLOWED_REDIRECT_HOSTS: hosts the gateway's rd may name besides PUBLIC_URL's (app.example.com, .example.com)") var allowedRedirectHosts: String?
     @Option(help: "METRICS_PORT: serve /metrics on its own port instead of PORT") var metricsPort: String?
     @Option(help: "METRICS_TOKEN: bearer token /metrics requires") var metricsToken: String?
+    @Option(help: "OIDC_CLIENTS_FILE: JSON array of OpenID Connect clients (turns the provider on)") var oidcClientsFile: String?
+    @Option(help: "OIDC_SIGNING_KEY_PATH: RSA private key (PEM) signing ID tokens; PATH.previous is published too") var oidcSigningKeyPath: String?
     @Flag(help: "SIWA_DEMO=1: demo mode even when HOST is not a loopback address") var demo = false
 
     /// The environment with the given flags laid over it.
@@ -45,7 +47,7 @@ struct SettingsOptions: ParsableArguments {
             ("DATA_DIR", dataDir), ("SITE_NAME", siteName), ("MAX_PENDING_AUTHORIZATIONS", maxPendingAuthorizations),
             ("MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", maxPendingAuthorizationsPerClient), ("TRUSTED_PROXIES", trustedProxies),
             ("SESSION_COOKIE_DOMAIN", sessionCookieDomain), ("ALLOWED_REDIRECT_HOSTS", allowedRedirectHosts), ("METRICS_PORT", metricsPort), ("METRICS_TOKEN", metricsToken),
-            ("SIWA_DEMO", demo ? "1" : nil),
+            ("SIWA_DEMO", demo ? "1" : nil), ("OIDC_CLIENTS_FILE", oidcClientsFile), ("OIDC_SIGNING_KEY_PATH", oidcSigningKeyPath),
         ]
         for (name, value) in flags { if let value { values[name] = value } }
         return values

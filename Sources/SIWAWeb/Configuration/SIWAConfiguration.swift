@@ -69,6 +69,9 @@ public struct SIWAConfiguration: Sendable {
     public var metricsPort: Int?
     /// `METRICS_TOKEN`: a bearer token `/metrics` requires on the public listener.
     public var metricsToken: String?
+    /// The OpenID Provider (SPEC §11): `OIDC_CLIENTS_FILE` and `OIDC_SIGNING_KEY_PATH`; nil when no client
+    /// is registered (demo mode registers its demo client).
+    public var oidc: OIDCProviderConfiguration?
     /// What start-up and `siwa doctor` print as warnings (e.g. an `APPLE_BASE_URL` that is not Apple's).
     public var warnings: [String] = []
 
@@ -100,7 +103,7 @@ public struct SIWAConfiguration: Sendable {
         "HOST", "PORT", "TOKEN_ENCRYPTION_KEY", "APPLE_TIMEOUT", "EMULATOR_PORT", "RATE_LIMIT_PER_MINUTE",
         "PROFILE_FALLBACK", "APPLE_CLIENT_SECRET_LIFETIME", "DATA_DIR", "SITE_NAME", "MAX_PENDING_AUTHORIZATIONS",
         "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", "TRUSTED_PROXIES", "SESSION_COOKIE_DOMAIN", "METRICS_PORT", "METRICS_TOKEN",
-        "ALLOWED_REDIRECT_HOSTS", "SIWA_DEMO", "LOG_LEVEL",
+        "ALLOWED_REDIRECT_HOSTS", "SIWA_DEMO", "LOG_LEVEL", "OIDC_CLIENTS_FILE", "OIDC_SIGNING_KEY_PATH",
     ]
 
     /// Reads and validates the configuration from `values` (environment merged with flags).
@@ -248,7 +251,12 @@ public struct SIWAConfiguration: Sendable {
             warnings.append("APPLE_BASE_URL is \(appleBaseURL), not Apple's https://appleid.apple.com: sign-ins are checked against that server's keys (fine for staging with the emulator, never for production)")
         }
 
-        return SIWAConfiguration(
+        let oidc = try OIDCProviderConfiguration.load(reader, isDemo: isDemo, publicURL: publicURL, dataDirectory: dataDirectory)
+        if oidc == nil && reader.string("OIDC_SIGNING_KEY_PATH") != nil {
+            warnings.append("OIDC_SIGNING_KEY_PATH is set but OIDC_CLIENTS_FILE is not: the OpenID provider is off")
+        }
+
+        var configuration = SIWAConfiguration(
             isDemo: isDemo, teamID: teamID, clientID: clientID, keyID: keyID, privateKey: privateKey,
             redirectURI: redirectURI, appleBaseURL: appleBaseURL, nativeClientIDs: nativeClientIDs,
             publicURL: publicURL, databaseURL: databaseURL, host: host, port: port, tokenEncryptionKey: tokenKey,
@@ -260,6 +268,8 @@ public struct SIWAConfiguration: Sendable {
             metricsPort: metricsPort,
             metricsToken: metricsToken, warnings: warnings
         )
+        configuration.oidc = oidc
+        return configuration
     }
 
     /// A loopback listen address: only reachable from this machine.
@@ -323,6 +333,8 @@ public struct SIWAConfiguration: Sendable {
             ("ALLOWED_REDIRECT_HOSTS", allowedRedirectHosts.description),
             ("METRICS_PORT", metricsPort.map(String.init) ?? "(none: /metrics on PORT)"),
             ("METRICS_TOKEN", metricsToken == nil ? "(none)" : "set"),
+            ("OIDC_CLIENTS_FILE", oidc.map { "\($0.clients.clients.count) client(s) from \($0.clientsSource)" } ?? "(none: OpenID provider off)"),
+            ("OIDC_SIGNING_KEY_PATH", oidc.map { "\($0.signingKeyPath) (kid \($0.signingKeys.current.kid)\($0.signingKeys.previous == nil ? "" : ", previous key published"))" } ?? "(none)"),
         ]
     }
 }

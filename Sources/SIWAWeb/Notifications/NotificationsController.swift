@@ -49,6 +49,7 @@ struct NotificationsController: Sendable {
             _ = try await database.setEmailDisabled(sub: notification.sub, disabled: notification.type == .emailDisabled, now: now)
         case .consentRevoked:
             _ = try await database.revokeConsent(sub: notification.sub)
+            try await database.endOIDCGrants(sub: notification.sub)
         case .accountDelete:
             // Apple already knows: no revoke call.
             _ = try await database.deleteAccount(sub: notification.sub, revocations: nil)

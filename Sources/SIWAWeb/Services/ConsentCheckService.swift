@@ -218,6 +218,7 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
             if let transient { return .transient(transient) }
             // Matched by sub, like the notification; a concurrent transfer or deletion makes it a no-op.
             _ = try await dependencies.database.revokeConsent(sub: account.appleSub)
+            try await dependencies.database.endOIDCGrants(sub: account.appleSub)
         } catch {
             return .transient("database: \(error)")
         }

@@ -42,6 +42,6 @@ struct SweeperService: Service, CustomStringConvertible {
         let seconds = max(1, interval.components.seconds)
         let until = start + seconds + seconds / 2
         guard try await database.claimJob(Self.jobName, holder: instanceID, now: start, until: until) else { return nil }
-        return try await database.sweepExpired(now: start)
+        return try await database.sweepExpired(now: start) + database.sweepOIDC(now: start)
     }
 }

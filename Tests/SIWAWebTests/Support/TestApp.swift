@@ -43,6 +43,7 @@ struct TestApp {
     /// Runs `test` against the app on `backend` (skipped when that backend is unavailable).
     static func run(
         _ backend: Backend, settings overrides: [String: String] = [:], live: Bool = false, logger: Logger? = nil,
+        now: (@Sendable () -> Int64)? = nil,
         _ test: @escaping @Sendable (TestApp, Browser) async throws -> Void
     ) async throws {
         guard let database = try await backend.open() else { return }
@@ -57,7 +58,8 @@ struct TestApp {
         httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
         let http = CurlHTTPClient(configuration: httpConfiguration)
         let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "Example")
-        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
+        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages,
+                                                now: now ?? { Int64(Date().timeIntervalSince1970) })
         let testApp = TestApp(apple: apple, dependencies: dependencies, database: database)
         let app = buildApplication(dependencies, logger: logger)
         do {

@@ -1,0 +1,60 @@
+import Foundation
+import JOSE
+import SIWAStore
+
+/// The claims of an ID token, and of the UserInfo answer (which leaves out the token's own fields).
+/// Built from siwa's account — never from Apple's tokens, and `sub` is siwa's user id, not Apple's `sub`.
+struct OIDCClaims: Codable, Equatable, Sendable {
+    var iss: String?
+    var sub: String
+    var aud: String?
+    var exp: Int64?
+    var iat: Int64?
+    var auth_time: Int64?
+    var nonce: String?
+    var azp: String?
+    var at_hash: String?
+    var email: String?
+    var email_verified: Bool?
+    var is_private_email: Bool?
+    var name: String?
+    var given_name: String?
+    var family_name: String?
+
+    /// `sub` and what `scopes` allow: `email`, `email_verified`, `is_private_email` (email); `name`,
+    /// `given_name`, `family_name` from the stored name (profile) — every time, though Apple sent it once.
+    static func person(_ account: UserAccount, scopes: [String]) -> OIDCClaims {
+        var claims = OIDCClaims(sub: account.id)
+        if scopes.contains("email"), let email = account.email {
+            claims.email = email
+            claims.email_verified = account.emailVerified
+            claims.is_private_email = account.isPrivateEmail
+        }
+        if scopes.contains("profile") {
+            claims.name = account.displayName
+            claims.given_name = nonEmpty(account.givenName)
+            claims.family_name = nonEmpty(account.familyName)
+        }
+        return claims
+    }
+
+    /// The ID token (OIDC Core §2, §3.1.3.6): `at_hash` is the left half of the access token's SHA-256.
+    static func idToken(_ account: UserAccount, code: OIDCAuthorizationCode, issuer: String, accessToken: String,
+                        now: Int64, lifetime: Int64) -> OIDCClaims {
+        var claims = person(account, scopes: code.scope.split(separator: " ").map(String.init))
+        claims.iss = issuer
+        claims.aud = code.clientID
+        claims.azp = code.clientID
+        claims.iat = now
+        claims.exp = now + lifetime
+        claims.auth_time = code.authTime
+        claims.nonce = code.nonce
+        claims.at_hash = Base64URL.encode(SHA256.hash(Array(accessToken.utf8)).prefix(16))
+        return claims
+    }
+
+    private static func nonEmpty(_ value: String?) -> String? {
+        guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
+        return trimmed
+    }
+}

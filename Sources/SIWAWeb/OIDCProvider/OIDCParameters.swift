@@ -1,0 +1,51 @@
+import Foundation
+
+/// `application/x-www-form-urlencoded` pairs in order, repeats kept (so that a repeated parameter can be
+/// refused, RFC 6749 §3.1), `+` read as a space.
+enum FormPairs {
+    /// nil when a percent escape is malformed or decodes to invalid UTF-8.
+    static func parse(_ encoded: String) -> [(String, String)]? {
+        var pairs: [(String, String)] = []
+        for part in encoded.split(separator: "&", omittingEmptySubsequences: true) {
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(pieces[0]), let value = pieces.count > 1 ? decode(pieces[1]) : "" else { return nil }
+            pairs.append((name, value))
+        }
+        return pairs
+    }
+
+    static func decode(_ raw: Substring) -> String? {
+        String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    /// Spaces as `+` (the form encoding RFC 6749 Appendix B names), so that a request carried in the
+    /// gateway's `rd` holds no whitespace even once its escapes are decoded (SPEC §10 refuses that).
+    static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { "\(component($0.0))=\(component($0.1))" }.joined(separator: "&")
+    }
+
+    private static func component(_ value: String) -> String {
+        SignInController.percentEncode(value).replacingOccurrences(of: "%20", with: "+")
+    }
+}
+
+/// Parameters by name, knowing which came more than once.
+struct OIDCParameters: Sendable {
+    private(set) var values: [String: String] = [:]
+    private(set) var repeated: Set<String> = []
+    let pairs: [(String, String)]
+
+    init(_ pairs: [(String, String)]) {
+        self.pairs = pairs
+        for (name, value) in pairs {
+            if values[name] != nil { repeated.insert(name) }
+            values[name] = value
+        }
+    }
+
+    /// The value; an empty value counts as absent (RFC 6749 §3.1).
+    subscript(_ name: String) -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        return value
+    }
+}

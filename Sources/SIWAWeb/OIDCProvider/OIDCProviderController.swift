@@ -1,0 +1,266 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JOSE
+import Logging
+import NIOCore
+import SIWAStore
+
+/// siwa as a small OpenID Provider (SPEC §11): discovery, JWKS, the authorization endpoint (code flow with
+/// PKCE), the token endpoint and UserInfo. The person signs in with Apple through siwa's own sign-in; the
+/// relying party only ever sees siwa's tokens, with siwa's user id as `sub`.
+struct OIDCProviderController: Sendable {
+    let dependencies: SIWADependencies
+    let provider: OIDCProviderConfiguration
+
+    /// A code lives at most 60 seconds (SPEC §11); relying parties exchange it at once.
+    static let codeLifetime: Int64 = 60
+    /// Access tokens (UserInfo) and ID tokens live at most an hour.
+    static let accessTokenLifetime: Int64 = 3600
+    static let idTokenLifetime: Int64 = 3600
+
+    enum Path {
+        static let discovery = "/.well-known/openid-configuration"
+        static let authorize = "/oidc/authorize"
+        static let token = "/oidc/token"
+        static let userInfo = "/oidc/userinfo"
+        static let jwks = "/oidc/jwks"
+    }
+
+    var endpoints: RouteCollection<AppRequestContext> {
+        RouteCollection(context: AppRequestContext.self)
+            .get(RouterPath(Path.discovery), use: discovery)
+            .get(RouterPath(Path.jwks), use: jwks)
+            .post(RouterPath(Path.token), use: token)
+            .get(RouterPath(Path.userInfo), use: userInfo)
+            .post(RouterPath(Path.userInfo), use: userInfo)
+            // Each authorization request may store a code: limited per client like the sign-in routes.
+            .add(middleware: dependencies.rateLimit)
+            .get(RouterPath(Path.authorize), use: authorize)
+            .post(RouterPath(Path.authorize), use: authorize)
+    }
+
+    // MARK: Discovery and keys
+
+    struct Discovery: Encodable {
+        var issuer: String
+        var authorization_endpoint: String
+        var token_endpoint: String
+        var userinfo_endpoint: String
+        var jwks_uri: String
+        var response_types_supported = ["code"]
+        var response_modes_supported = ["query"]
+        var grant_types_supported = ["authorization_code"]
+        var subject_types_supported = ["public"]
+        var id_token_signing_alg_values_supported = ["RS256"]
+        var scopes_supported = OIDCAuthorizationRequest.supportedScopes
+        var token_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post", "none"]
+        var code_challenge_methods_supported = ["S256"]
+        var prompt_values_supported = ["none", "login", "consent", "select_account"]
+        var claims_supported = ["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "azp", "at_hash", "email",
+                                "email_verified", "is_private_email", "name", "given_name", "family_name"]
+        var claims_parameter_supported = false
+        var request_parameter_supported = false
+        // Its default is true (OIDC Discovery §3): say it is not.
+        var request_uri_parameter_supported = false
+    }
+
+    func discovery(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let issuer = provider.issuer
+        return Self.publicJSON(Discovery(
+            issuer: issuer, authorization_endpoint: issuer + Path.authorize, token_endpoint: issuer + Path.token,
+            userinfo_endpoint: issuer + Path.userInfo, jwks_uri: issuer + Path.jwks))
+    }
+
+    func jwks(_ request: Request, context: AppRequestContext) async throws -> Response {
+        Self.publicJSON(provider.signingKeys.jwks)
+    }
+
+    /// Public documents: cacheable for a few minutes, readable by browser-based clients.
+    private static func publicJSON(_ value: some Encodable) -> Response {
+        var response = Response.json(value)
+        response.headers[.cacheControl] = "public, max-age=300"
+        response.headers[.accessControlAllowOrigin] = "*"
+        return response
+    }
+
+    // MARK: Authorization endpoint
+
+    func authorize(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let pairs: [(String, String)]?
+        if request.method == .post {
+            let contentType = request.headers[.contentType]?.lowercased() ?? ""
+            guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
+                throw Self.unusable("The sign-in request was not sent as a form.")
+            }
+            var request = request
+            pairs = FormPairs.parse(String(buffer: try await request.collectBody(upTo: FormBody.limit)))
+        } else {
+            pairs = FormPairs.parse(request.uri.query ?? "")
+        }
+        guard let pairs else { throw Self.unusable("The sign-in request could not be read (malformed percent-encoding).") }
+
+        let validated: OIDCAuthorizationRequest
+        switch OIDCAuthorizationRequest.validate(OIDCParameters(pairs), clients: provider.clients) {
+        case .errorPage(let message):
+            context.logger.notice("OIDC authorization refused", metadata: ["reason": .string(message)])
+            throw Self.unusable(message)
+        case .redirect(let error):
+            return .seeOther(error.location)
+        case .valid(let request):
+            validated = request
+        }
+
+        let now = dependencies.now()
+        let session = try await dependencies.webSession(for: request)
+        var mustSignIn = session == nil || validated.prompt.contains("login")
+        if let session, let maxAge = validated.maxAge, now - session.record.createdAt > maxAge { mustSignIn = true }
+        guard let session, !mustSignIn else {
+            if validated.prompt.contains("none") {
+                return .seeOther(OIDCRedirectError(
+                    redirectURI: validated.redirectURI,
+                    error: OIDCError(code: "login_required", description: "the person is not signed in"),
+                    state: validated.state).location)
+            }
+            // The Apple sign-in first; the gateway's `rd` (SPEC §10) brings the person back to this same
+            // request, without prompt=login so that it does not send them round again.
+            let back = pairs.filter { $0.0 != "prompt" || !validated.prompt.contains("login") }
+            return .seeOther("/auth/apple?rd=" + SignInController.percentEncode(Path.authorize + "?" + FormPairs.encode(back)))
+        }
+
+        let code = BearerSecret.generate()
+        try await dependencies.database.insertOIDCCode(OIDCAuthorizationCode(
+            codeHash: BearerSecret.hash(code), clientID: validated.client.clientID, redirectURI: validated.redirectURI,
+            userID: session.account.id, scope: validated.scopes.joined(separator: " "), nonce: validated.nonce,
+            codeChallenge: validated.codeChallenge, authTime: session.record.createdAt, createdAt: now,
+            expiresAt: now + Self.codeLifetime))
+        context.logger.info("OIDC code issued", metadata: ["client": .string(validated.client.clientID), "user": .string(session.account.id)])
+        var answer = [("code", code)]
+        if let state = validated.state { answer.append(("state", state)) }
+        return .seeOther(OIDCRedirect.location(validated.redirectURI, answer))
+    }
+
+    /// The error page for a request that cannot be answered by redirect (RFC 6749 §4.1.2.1).
+    static func unusable(_ message: String) -> WebError {
+        WebError(.badRequest, kind: "oidc_invalid_request", title: "This sign-in link cannot be used", message: message,
+                 hint: "Go back to the application and start signing in again. If it keeps happening, the application is not set up correctly with this site.",
+                 retryPath: nil)
+    }
+
+    // MARK: Token endpoint
+
+    func token(_ request: Request, context: AppRequestContext) async throws -> Response {
+        do {
+            return try await exchange(request, context: context)
+        } catch let error as OIDCError {
+            return error.tokenResponse
+        } catch is NIOTooManyBytesError {
+            return OIDCError.invalidRequest("the request body is too large").tokenResponse
+        } catch let error as StoreError {
+            if case .unavailable = error {
+                return OIDCError(code: "temporarily_unavailable", description: "the database is not answering; try again",
+                                 status: .serviceUnavailable).tokenResponse
+            }
+            throw error
+        }
+    }
+
+    private func exchange(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
+            throw OIDCError.invalidRequest("the body must be application/x-www-form-urlencoded")
+        }
+        var request = request
+        let body = try await request.collectBody(upTo: FormBody.limit)
+        guard let pairs = FormPairs.parse(String(buffer: body)) else { throw OIDCError.invalidRequest("the form could not be read") }
+        let tokenRequest: OIDCTokenRequest
+        switch OIDCTokenRequest.validate(OIDCParameters(pairs), authorization: request.headers[.authorization], clients: provider.clients) {
+        case .success(let valid): tokenRequest = valid
+        case .failure(let error):
+            if error.code == "invalid_client" {
+                context.logger.notice("OIDC client authentication failed", metadata: ["reason": .string(error.description)])
+            }
+            throw error
+        }
+        // Ours are 43 base64url characters; anything else is not worth a database round trip.
+        guard BearerSecret.isWellFormed(tokenRequest.code) else { throw OIDCError.invalidGrant("the code is unknown") }
+
+        let now = dependencies.now()
+        let accessToken = BearerSecret.generate()
+        let accessTokenHash = BearerSecret.hash(accessToken)
+        let redemption = try await dependencies.database.redeemOIDCCode(codeHash: BearerSecret.hash(tokenRequest.code), now: now) { code, account in
+            guard tokenRequest.problem(with: code, now: now) == nil else { return nil }
+            return OIDCAccessToken(tokenHash: accessTokenHash, userID: account.id, clientID: code.clientID, scope: code.scope,
+                                   codeHash: code.codeHash, createdAt: now, expiresAt: now + Self.accessTokenLifetime)
+        }
+        switch redemption {
+        case .unknown:
+            throw OIDCError.invalidGrant("the code is unknown")
+        case .replayed(let revoked):
+            context.logger.warning("OIDC code used twice: its tokens are revoked",
+                                   metadata: ["client": .string(tokenRequest.client.clientID), "revoked": .stringConvertible(revoked)])
+            throw OIDCError.invalidGrant("the code has already been used; the tokens issued with it are revoked")
+        case .refused(let code):
+            throw OIDCError.invalidGrant(tokenRequest.problem(with: code, now: now) ?? "the code's account no longer exists")
+        case .issued(let code, let account):
+            let claims = OIDCClaims.idToken(account, code: code, issuer: provider.issuer, accessToken: accessToken,
+                                            now: now, lifetime: Self.idTokenLifetime)
+            let keys = provider.signingKeys
+            let idToken = try CompactJWS.signRS256(payload: claims, key: keys.currentPrivateKey, kid: keys.current.kid, typ: "JWT")
+            context.logger.info("OIDC tokens issued", metadata: ["client": .string(code.clientID), "user": .string(account.id)])
+            var response = Response.json(TokenAnswer(access_token: accessToken, expires_in: Self.accessTokenLifetime,
+                                                     id_token: idToken, scope: code.scope))
+            response.headers[HTTPField.Name("Pragma")!] = "no-cache"
+            return response
+        }
+    }
+
+    struct TokenAnswer: Encodable {
+        var access_token: String
+        var token_type = "Bearer"
+        var expires_in: Int64
+        var id_token: String
+        var scope: String
+    }
+
+    // MARK: UserInfo
+
+    func userInfo(_ request: Request, context: AppRequestContext) async throws -> Response {
+        do {
+            return try await claims(request)
+        } catch let error as StoreError {
+            guard case .unavailable = error else { throw error }
+            var response = Response.json(["error": "temporarily_unavailable", "error_description": "the database is not answering; try again"],
+                                         status: .serviceUnavailable)
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+
+    private func claims(_ request: Request) async throws -> Response {
+        guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
+            return Self.bearerChallenge(nil)
+        }
+        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard BearerSecret.isWellFormed(token),
+              let found = try await dependencies.database.oidcAccessToken(tokenHash: BearerSecret.hash(token), now: dependencies.now())
+        else {
+            return Self.bearerChallenge("the access token is unknown, expired or revoked")
+        }
+        let (record, account) = found
+        return .json(OIDCClaims.person(account, scopes: record.scope.split(separator: " ").map(String.init)))
+    }
+
+    /// 401 with RFC 6750's challenge: bare without a token, `invalid_token` with a bad one.
+    private static func bearerChallenge(_ problem: String?) -> Response {
+        var challenge = "Bearer realm=\"siwa\""
+        var body: [String: String] = ["error": "invalid_request", "error_description": "an access token is required (Authorization: Bearer)"]
+        if let problem {
+            challenge += ", error=\"invalid_token\", error_description=\"\(problem)\""
+            body = ["error": "invalid_token", "error_description": problem]
+        }
+        var response = Response.json(body, status: .unauthorized)
+        response.headers[.wwwAuthenticate] = challenge
+        return response
+    }
+}

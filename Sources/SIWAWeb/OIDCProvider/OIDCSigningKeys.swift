@@ -1,0 +1,81 @@
+import Foundation
+import JOSE
+
+/// siwa's own RSA key for ID tokens, and the key it replaced. Both are published in the JWKS, so ID tokens
+/// signed just before a rotation still verify (SPEC §11).
+///
+/// Rotation: move `OIDC_SIGNING_KEY_PATH` to the same path plus `.previous`, write a new key at the path
+/// (`openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out PATH`), restart.
+public struct OIDCSigningKeys: Sendable {
+    public struct Key: Sendable {
+        public let kid: String
+        public let publicKey: RSAPublicKey
+    }
+
+    /// Signs every new ID token.
+    public let current: Key
+    let currentPrivateKey: RSAPrivateKey
+    /// Only published: tokens it signed stay verifiable until they expire.
+    public let previous: Key?
+
+    public init(current: RSAPrivateKey, previous: RSAPublicKey?) {
+        self.currentPrivateKey = current
+        self.current = Key(kid: Self.thumbprint(current.publicKey), publicKey: current.publicKey)
+        self.previous = previous.map { Key(kid: Self.thumbprint($0), publicKey: $0) }
+    }
+
+    /// The JWKS document: the current key first.
+    public var jwks: JWKSet {
+        JWKSet(keys: [current.publicKey.jwk(kid: current.kid)] + (previous.map { [$0.publicKey.jwk(kid: $0.kid)] } ?? []))
+    }
+
+    /// The RFC 7638 JWK thumbprint (SHA-256, base64url): the same key always has the same `kid`, across
+    /// restarts and instances, with nothing to configure.
+    static func thumbprint(_ key: RSAPublicKey) -> String {
+        let canonical = "{\"e\":\"\(Base64URL.encode(key.exponent))\",\"kty\":\"RSA\",\"n\":\"\(Base64URL.encode(key.modulus))\"}"
+        return Base64URL.encode(SHA256.hash(Array(canonical.utf8)))
+    }
+
+    /// The file beside the key holding the key it replaced.
+    public static func previousPath(for path: String) -> String { path + ".previous" }
+
+    /// Reads `path` (RSA private key, PKCS#8 or PKCS#1 PEM) and, when present, `path.previous`. With
+    /// `generate`, a missing key is created (demo mode). Errors name `setting`.
+    static func load(path: String, generate: Bool, setting: String = "OIDC_SIGNING_KEY_PATH") throws -> OIDCSigningKeys {
+        let current: RSAPrivateKey
+        if let pem = try? String(contentsOfFile: path, encoding: .utf8) {
+            current = try parse(pem, path: path, setting: setting)
+        } else if generate {
+            current = try RSAPrivateKey.generate()
+            try writeSecret(try current.pkcs8PEM(), to: path, setting: setting)
+        } else {
+            throw ConfigurationError(setting, "cannot be read: \(path) (create one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out \(path)`)")
+        }
+        var previous: RSAPublicKey?
+        let previousPath = previousPath(for: path)
+        if let pem = try? String(contentsOfFile: previousPath, encoding: .utf8) {
+            previous = try parse(pem, path: previousPath, setting: setting).publicKey
+        }
+        return OIDCSigningKeys(current: current, previous: previous)
+    }
+
+    private static func parse(_ pem: String, path: String, setting: String) throws -> RSAPrivateKey {
+        do {
+            return try RSAPrivateKey(pem: pem)
+        } catch {
+            throw ConfigurationError(setting, "is not an RSA private key (PEM, 2048 bits or more) at \(path): \(error)")
+        }
+    }
+
+    private static func writeSecret(_ contents: String, to path: String, setting: String) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+        } catch {
+            throw ConfigurationError(setting, "cannot be written at \(path): \(error.localizedDescription)")
+        }
+    }
+}

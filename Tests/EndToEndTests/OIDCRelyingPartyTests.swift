@@ -1,0 +1,147 @@
+import CurlHTTP
+import Foundation
+import SIWAStore
+import SIWATestSupport
+import SIWAWeb
+import Testing
+
+/// siwa's OpenID provider driven by relying parties nobody here wrote (issue 13): Python's Authlib and
+/// Apache's mod_auth_openidc behind headless Chromium, against the app and the emulator on loopback.
+@Suite("OpenID provider with real relying parties", .serialized)
+struct OIDCRelyingPartyTests {
+    static let authlibConfidential = (id: "authlib-rp", secret: "authlib-secret-0123456789abcdef", redirect: "http://127.0.0.1:9/authlib/callback")
+    static let authlibPublic = (id: "authlib-spa", redirect: "http://127.0.0.1:9/spa/callback")
+    static let apacheID = "apache-rp"
+    static let apacheSecret = "apache-secret-0123456789abcdef01"
+
+    /// The registered clients, as an operator writes them; Apache's redirect URI names its port.
+    static func clientsFile(apachePort: Int) throws -> String {
+        let path = NSTemporaryDirectory() + "siwa-oidc-clients-\(UUID().uuidString).json"
+        let clients: [[String: Any]] = [
+            ["client_id": authlibConfidential.id, "client_secret": authlibConfidential.secret,
+             "redirect_uris": [authlibConfidential.redirect], "name": "Authlib (confidential)"],
+            ["client_id": authlibPublic.id, "redirect_uris": [authlibPublic.redirect], "name": "Authlib (public, PKCE)"],
+            ["client_id": apacheID, "client_secret": apacheSecret,
+             "redirect_uris": ["http://localhost:\(apachePort)/protected/redirect_uri"], "name": "Apache mod_auth_openidc"],
+        ]
+        try JSONSerialization.data(withJSONObject: clients).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Runs `body` with the demo-mode app (its OIDC clients from `clientsFile`) and the emulator on loopback.
+    static func withSite(apachePort: Int = 0, _ body: @escaping @Sendable (EndToEnd) async throws -> Void) async throws {
+        let clients = try clientsFile(apachePort: apachePort)
+        defer { try? FileManager.default.removeItem(atPath: clients) }
+        let data = EndToEnd.dataDirectory()
+        try await EndToEnd.run(dataDirectory: data, databaseLocation: (try DatabaseURL("sqlite:\(data)/siwa.sqlite"), nil),
+                               settings: ["OIDC_CLIENTS_FILE": clients]) { e2e in try await body(e2e) }
+    }
+
+    /// Whether the Apple sign-in can bring a person back to where they started (SPEC §10's `rd`,
+    /// built on the gateway branch): the no-session journeys need it. Probed on the running app, so
+    /// that the journeys run as soon as the gateway is merged.
+    static func gatewayReturnsToRD(_ e2e: EndToEnd) async throws -> Bool {
+        try await e2e.http.execute(HTTPClientRequest(method: .GET, url: e2e.appURL + "/oauth2/start?rd=%2F")).status != 404
+    }
+
+    static func python(_ script: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let path = ResourceLocator.directory("Tests") + "/RelyingParty/" + script
+        return try await ChildProcess.run("/usr/bin/env", ["python3", path] + arguments, environment: ProcessInfo.processInfo.environment)
+    }
+
+    static var hasAuthlib: Bool { pythonImports("authlib, requests") }
+    static var hasApache: Bool {
+        FileManager.default.fileExists(atPath: "/usr/lib/apache2/modules/mod_auth_openidc.so") && BrowserTest.isEnabled
+    }
+
+    static func pythonImports(_ modules: String) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import \(modules)"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    @Test("Authlib, confidential client signed in first: discovery, PKCE, exchange, ID token checked against the JWKS, UserInfo, and every refusal",
+          .enabled(if: hasAuthlib))
+    func authlibConfidential() async throws {
+        try await Self.withSite { e2e in
+            let result = try await Self.python("authlib_client.py", [
+                "--issuer", e2e.appURL, "--emulator", e2e.emulatorURL, "--client-id", Self.authlibConfidential.id,
+                "--client-secret", Self.authlibConfidential.secret, "--redirect-uri", Self.authlibConfidential.redirect,
+                "--journey", "signed-in-first", "--negative", "--person", "p2",
+            ])
+            print(result.output)
+            #expect(result.status == 0, "authlib client failed:\n\(result.output)")
+            #expect(result.output.contains("ok    expired code: invalid_grant"))
+        }
+    }
+
+    @Test("Authlib, public client (none + PKCE) signed in first", .enabled(if: hasAuthlib))
+    func authlibPublic() async throws {
+        try await Self.withSite { e2e in
+            let result = try await Self.python("authlib_client.py", [
+                "--issuer", e2e.appURL, "--emulator", e2e.emulatorURL, "--client-id", Self.authlibPublic.id,
+                "--redirect-uri", Self.authlibPublic.redirect, "--journey", "signed-in-first", "--person", "p3",
+            ])
+            print(result.output)
+            #expect(result.status == 0, "authlib client failed:\n\(result.output)")
+        }
+    }
+
+    @Test("Authlib without a siwa session: the Apple sign-in runs and comes back to the client (needs the gateway's rd)",
+          .enabled(if: hasAuthlib))
+    func authlibNoSession() async throws {
+        try await Self.withSite { e2e in
+            guard try await Self.gatewayReturnsToRD(e2e) else {
+                print("SKIPPED: /auth/apple?rd= (SPEC §10) is not in this build; the no-session journey needs it")
+                return
+            }
+            for (id, secret, redirect) in [(Self.authlibConfidential.id, Optional(Self.authlibConfidential.secret), Self.authlibConfidential.redirect),
+                                           (Self.authlibPublic.id, nil, Self.authlibPublic.redirect)] {
+                var arguments = ["--issuer", e2e.appURL, "--emulator", e2e.emulatorURL, "--client-id", id,
+                                 "--redirect-uri", redirect, "--journey", "no-session", "--person", "p1"]
+                if let secret { arguments += ["--client-secret", secret] }
+                let result = try await Self.python("authlib_client.py", arguments)
+                print(result.output)
+                #expect(result.status == 0, "authlib client (\(id)) failed:\n\(result.output)")
+            }
+        }
+    }
+
+    @Test("Apache mod_auth_openidc + Chromium: signed in at siwa, the protected page shows OIDC_CLAIM_name and OIDC_CLAIM_email",
+          .enabled(if: hasApache))
+    func apacheSignedInFirst() async throws {
+        let apachePort = try await FreePorts.take(1)[0]
+        try await Self.withSite(apachePort: apachePort) { e2e in
+            let result = try await Self.apache(e2e, port: apachePort, journey: "signed-in-first")
+            print(result.output)
+            #expect(result.status == 0, "Apache relying party failed:\n\(result.output)")
+            #expect(result.output.contains("OIDC_CLAIM_name="))
+        }
+    }
+
+    @Test("Apache mod_auth_openidc + Chromium without a session: protected page → siwa → consent sheet → back (needs the gateway's rd)",
+          .enabled(if: hasApache))
+    func apacheNoSession() async throws {
+        let apachePort = try await FreePorts.take(1)[0]
+        try await Self.withSite(apachePort: apachePort) { e2e in
+            guard try await Self.gatewayReturnsToRD(e2e) else {
+                print("SKIPPED: /auth/apple?rd= (SPEC §10) is not in this build; the no-session journey needs it")
+                return
+            }
+            let result = try await Self.apache(e2e, port: apachePort, journey: "no-session")
+            print(result.output)
+            #expect(result.status == 0, "Apache relying party failed:\n\(result.output)")
+        }
+    }
+
+    static func apache(_ e2e: EndToEnd, port: Int, journey: String) async throws -> (status: Int32, output: String) {
+        try await python("apache_flow.py", [
+            "--app", e2e.appURL, "--emulator", e2e.emulatorURL, "--port", String(port), "--client-id", apacheID,
+            "--client-secret", apacheSecret, "--journey", journey, "--screenshots", ResourceLocator.directory("Tests") + "/../screenshots/oidc-apache",
+        ])
+    }
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""A relying party nobody here wrote: Debian's Apache with mod_auth_openidc, configured only from siwa's
+discovery URL (PKCE S256, client_secret_basic), protecting a location whose CGI page shows the
+OIDC_CLAIM_name and OIDC_CLAIM_email the module passed on — walked by headless Chromium (Playwright).
+
+Run by EndToEndTests, which starts siwa and the emulator and registers the client:
+    apache_flow.py --app http://localhost:P --emulator http://127.0.0.1:E --port A \
+        --client-id apache-rp --client-secret S [--journey signed-in-first|no-session] [--screenshots DIR]
+
+Apache runs in the foreground (`apache2 -X`) on 127.0.0.1:A with its own ServerRoot, PidFile and
+ErrorLog in a temporary folder, loading modules from /usr/lib/apache2/modules, and is stopped at the
+end. Journeys: `signed-in-first` signs in at siwa first, then opens the protected page (siwa answers
+with a code at once); `no-session` opens the protected page first and goes through the Apple sign-in
+(needs SPEC §10's rd). Exits 0 when the page shows the person's name and email.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from playwright.sync_api import sync_playwright
+
+MODULES = "/usr/lib/apache2/modules"
+
+CGI = """#!/usr/bin/python3
+import html, os
+print("Content-Type: text/html; charset=utf-8")
+print()
+name = html.escape(os.environ.get("OIDC_CLAIM_name", ""))
+email = html.escape(os.environ.get("OIDC_CLAIM_email", ""))
+sub = html.escape(os.environ.get("OIDC_CLAIM_sub", ""))
+print(f'<!doctype html><html><body data-page="apache-protected"><h1>Apache protected page</h1>'
+      f'<p>name: <span data-claim="name">{name}</span></p><p>email: <span data-claim="email">{email}</span></p>'
+      f'<p>sub: <span data-claim="sub">{sub}</span></p></body></html>')
+"""
+
+
+def configuration(root, args):
+    user = ""
+    if os.geteuid() == 0:
+        # Apache refuses to serve as root; its single -X process switches to this user after binding.
+        user = "User nobody\nGroup nogroup\n"
+    return f"""
+ServerRoot "{root}"
+ServerName localhost
+Listen 127.0.0.1:{args.port}
+PidFile "{root}/apache.pid"
+ErrorLog "{root}/error.log"
+LogLevel warn auth_openidc:info
+{user}
+LoadModule mpm_prefork_module {MODULES}/mod_mpm_prefork.so
+LoadModule authn_core_module {MODULES}/mod_authn_core.so
+LoadModule authz_core_module {MODULES}/mod_authz_core.so
+LoadModule authz_user_module {MODULES}/mod_authz_user.so
+LoadModule alias_module {MODULES}/mod_alias.so
+LoadModule cgi_module {MODULES}/mod_cgi.so
+LoadModule auth_openidc_module {MODULES}/mod_auth_openidc.so
+
+DocumentRoot "{root}/htdocs"
+ScriptAlias /protected/ "{root}/cgi/"
+
+OIDCProviderMetadataURL {args.app}/.well-known/openid-configuration
+OIDCClientID {args.client_id}
+OIDCClientSecret {args.client_secret}
+OIDCRedirectURI http://localhost:{args.port}/protected/redirect_uri
+OIDCCryptoPassphrase {os.urandom(16).hex()}
+OIDCPKCEMethod S256
+OIDCScope "openid email profile"
+OIDCProviderTokenEndpointAuth client_secret_basic
+
+<Location /protected/>
+    AuthType openid-connect
+    Require valid-user
+</Location>
+"""
+
+
+def wait_for_port(port, process, seconds=15):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def person(emulator, person_id):
+    with urllib.request.urlopen(emulator + "/emulator/admin/people", timeout=10) as response:
+        for entry in json.loads(response.read()):
+            if entry["id"] == person_id:
+                return entry
+    raise SystemExit(f"FAIL  no person {person_id} at the emulator")
+
+
+def walk(args, root):
+    expected = person(args.emulator, args.person)
+    protected = f"http://localhost:{args.port}/protected/claims"
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_context().new_page()
+        step = [0]
+
+        def shot(name):
+            step[0] += 1
+            if args.screenshots:
+                page.screenshot(path=os.path.join(args.screenshots, f"{step[0]:02d}-{args.journey}-{name}.png"), full_page=True)
+            print(f"ok    {step[0]:02d} {name}  ({page.url})", flush=True)
+
+        def consent():
+            page.wait_for_selector('body[data-page="emulator-sheet"]', timeout=15000)
+            assert page.url.startswith(args.emulator), page.url
+            shot("apple-consent-sheet")
+            page.click(f'a[data-person="{args.person}"]')
+            page.wait_for_selector('button[value="continue"]')
+            page.click('button[value="continue"]')
+
+        if args.journey == "signed-in-first":
+            page.goto(args.app + "/")
+            page.wait_for_selector('body[data-page="signin"]')
+            page.click("a.apple-button")
+            consent()
+            page.wait_for_selector('body[data-page="account"]', timeout=15000)
+            shot("signed-in-at-siwa")
+            page.goto(protected)
+        else:
+            page.goto(protected)
+            consent()
+        try:
+            page.wait_for_selector('body[data-page="apache-protected"]', timeout=20000)
+        except Exception:
+            kind = page.evaluate("document.body ? document.body.getAttribute('data-page') : null")
+            shot("ended-elsewhere")
+            hint = " (siwa's account page: the Apple sign-in did not return to the client; needs SPEC §10's rd)" if kind == "account" else ""
+            raise AssertionError(f"never reached Apache's protected page: ended at {page.url}, data-page={kind!r}{hint}")
+        shot("apache-protected-page")
+        name = page.inner_text('[data-claim="name"]').strip()
+        email = page.inner_text('[data-claim="email"]').strip()
+        sub = page.inner_text('[data-claim="sub"]').strip()
+        full = f"{expected['given_name']} {expected['family_name']}"
+        assert name == full, f"OIDC_CLAIM_name is {name!r}, expected {full!r}"
+        assert "@" in email, f"OIDC_CLAIM_email is {email!r}"
+        assert sub and sub not in expected.get("subs", {}).values(), f"OIDC_CLAIM_sub {sub!r} is empty or Apple's"
+        print(f"ok    Apache passed on OIDC_CLAIM_name={name!r} OIDC_CLAIM_email={email!r} (sub {sub})", flush=True)
+        browser.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--emulator", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--client-id", required=True)
+    parser.add_argument("--client-secret", required=True)
+    parser.add_argument("--person", default="p1")
+    parser.add_argument("--journey", choices=["signed-in-first", "no-session"], default="signed-in-first")
+    parser.add_argument("--screenshots")
+    args = parser.parse_args()
+    if args.screenshots:
+        os.makedirs(args.screenshots, exist_ok=True)
+    if not os.path.exists(f"{MODULES}/mod_auth_openidc.so"):
+        print("FAIL  mod_auth_openidc is not installed (apt-get install apache2 libapache2-mod-auth-openidc)")
+        return 2
+
+    root = tempfile.mkdtemp(prefix="siwa-apache-")
+    os.makedirs(f"{root}/htdocs")
+    os.makedirs(f"{root}/cgi")
+    with open(f"{root}/cgi/claims", "w") as script:
+        script.write(CGI)
+    os.chmod(f"{root}/cgi/claims", 0o755)
+    for folder in (root, f"{root}/htdocs", f"{root}/cgi"):
+        os.chmod(folder, 0o755)
+    with open(f"{root}/apache.conf", "w") as conf:
+        conf.write(configuration(root, args))
+
+    apache = subprocess.Popen(["apache2", "-X", "-f", f"{root}/apache.conf"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    status = 1
+    try:
+        if not wait_for_port(args.port, apache):
+            output = apache.stdout.read().decode(errors="replace") if apache.poll() is not None else ""
+            print(f"FAIL  Apache did not start: {output}")
+            return 1
+        print(f"ok    Apache {subprocess.run(['apache2', '-v'], capture_output=True, text=True).stdout.splitlines()[0]} with mod_auth_openidc on port {args.port}", flush=True)
+        walk(args, root)
+        print("PASS")
+        status = 0
+    except Exception as error:  # noqa: BLE001 — every failure is reported with Apache's log
+        print(f"FAIL  {type(error).__name__}: {error}")
+    finally:
+        os.killpg(apache.pid, signal.SIGTERM)
+        try:
+            apache.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(apache.pid, signal.SIGKILL)
+        if status != 0 and os.path.exists(f"{root}/error.log"):
+            print("--- Apache error log ---")
+            print(open(f"{root}/error.log").read()[-6000:])
+        shutil.rmtree(root, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
