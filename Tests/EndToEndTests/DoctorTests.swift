@@ -24,15 +24,7 @@ enum SIWABinary {
 
 @Suite("siwa doctor")
 struct DoctorTests {
-    static let hasPythonCryptography: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import cryptography"]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let hasPythonCryptography = ChildProcess.pythonCanImport("cryptography")
 
     @Test("a .p8 made by Python: doctor signs a client secret that Python's cryptography verifies",
           .enabled(if: SIWABinary.path != nil && DoctorTests.hasPythonCryptography))

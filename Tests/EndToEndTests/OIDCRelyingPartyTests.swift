@@ -49,20 +49,11 @@ struct OIDCRelyingPartyTests {
         return try await ChildProcess.run("/usr/bin/env", ["python3", path] + arguments, environment: ProcessInfo.processInfo.environment)
     }
 
-    static var hasAuthlib: Bool { pythonImports("authlib, requests") }
+    static var hasAuthlib: Bool { ChildProcess.pythonCanImport("authlib, requests") }
     static var hasApache: Bool {
         FileManager.default.fileExists(atPath: "/usr/lib/apache2/modules/mod_auth_openidc.so") && BrowserTest.isEnabled
     }
 
-    static func pythonImports(_ modules: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import \(modules)"]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
 
     @Test("Authlib, confidential client signed in first: discovery, PKCE, exchange, ID token checked against the JWKS, UserInfo, and every refusal",
           .enabled(if: hasAuthlib))

@@ -21,4 +21,16 @@ public enum ChildProcess {
         }
         return (process.terminationStatus, output)
     }
+
+    /// Whether the `python3` on PATH (the test environment's) can import `modules` (`"authlib, requests"`);
+    /// synchronous, for `.enabled(if:)`.
+    public static func pythonCanImport(_ modules: String) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import \(modules)"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
 }
