@@ -881,7 +881,8 @@ def main():
     p.add_argument("--load-seconds", type=float, default=5)
     p.add_argument("--after-seconds", type=float, default=3)
     p.add_argument("--deletions", type=int, default=4)
-    p.add_argument("--drain-seconds", type=float, default=120)
+    # a revocation the killed instance had leased waits out its lease (120 s) before the survivor sends it
+    p.add_argument("--drain-seconds", type=float, default=300)
     p.set_defaults(run=instances)
 
     p = sub.add_parser("soak")
