@@ -191,35 +191,36 @@ http {{
         self.spawn("caddy", [caddy, "run", "--config", path, "--adapter", "caddyfile"], env=env)
 
     def wait_for(self, url, what, seconds=60):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            for name, process in self.processes:
-                if process.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({process.returncode}):\n{self.tail(name)}")
+        def answers():
             try:
                 with urllib.request.urlopen(url, timeout=3) as response:
-                    if response.status < 500:
-                        return
+                    return response.status < 500
             except urllib.error.HTTPError as error:
-                if error.code < 500:
-                    return
+                return error.code < 500
             except OSError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"{what} did not answer at {url} within {seconds} s")
+                return False
+        self._wait(answers, seconds, f"{what} did not answer at {url} within {seconds} s")
 
     def wait_for_port(self, port, what, seconds=30):
+        def listening():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return True
+            except OSError:
+                return False
+        self._wait(listening, seconds, f"{what} is not listening on {port}")
+
+    def _wait(self, condition, seconds, failure):
+        """Polls `condition` every 0.2 s until it holds; a started process that exits ends the wait at once."""
         deadline = time.time() + seconds
         while time.time() < deadline:
             for name, process in self.processes:
                 if process.poll() is not None:
                     raise RuntimeError(f"{name} exited ({process.returncode}):\n{self.tail(name)}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"{what} is not listening on {port}")
+            if condition():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(failure)
 
     def tail(self, name, size=3000):
         path = os.path.join(self.workdir, name + ".log")
