@@ -33,6 +33,24 @@ struct SeveralInstancesTests {
         await instances.first?.http.shutdown()
     }
 
+    /// Runs `body` with three instances and a loopback Apple, closing them afterwards whatever happens.
+    static func withThreeInstances(_ backend: Backend, _ body: ([SIWADependencies], LoopbackApple) async throws -> Void) async throws {
+        let apple = try await LoopbackApple.start()
+        guard let instances = try await instances(backend, count: 3, apple: apple) else {
+            await apple.stop()
+            return
+        }
+        do {
+            try await body(instances, apple)
+        } catch {
+            await close(instances)
+            await apple.stop()
+            throw error
+        }
+        await close(instances)
+        await apple.stop()
+    }
+
     /// People signed in on the web, each with a refresh token the stand-in accepts.
     static func seed(_ instance: SIWADependencies, apple: LoopbackApple, prefix: String, count: Int) async throws {
         for index in 0..<count {
@@ -68,10 +86,7 @@ struct SeveralInstancesTests {
 
     @Test("three instances: each refresh token validated exactly once per interval, over several passes", arguments: Backend.all)
     func consentCheckedOncePerInterval(backend: Backend) async throws {
-        let apple = try await LoopbackApple.start()
-        defer { Task { await apple.stop() } }
-        guard let instances = try await Self.instances(backend, count: 3, apple: apple) else { return }
-        do {
+        try await Self.withThreeInstances(backend) { instances, apple in
             try await Self.seed(instances[0], apple: apple, prefix: "si", count: 30)
             let day: Int64 = 86_400
             let start = Int64(Date().timeIntervalSince1970) + 2 * day
@@ -91,19 +106,12 @@ struct SeveralInstancesTests {
             #expect(next.map(\.valid).reduce(0, +) == 30)
             calls = await Self.callsPerToken(apple)
             #expect(calls.count == 30 && calls.values.allSatisfy { $0 == 2 }, "\(calls)")
-        } catch {
-            await Self.close(instances)
-            throw error
         }
-        await Self.close(instances)
     }
 
     @Test("an instance that dies holding claims loses nobody and double-checks nobody: its people are checked once the lease ends", arguments: Backend.all)
     func deadInstanceClaimsExpire(backend: Backend) async throws {
-        let apple = try await LoopbackApple.start()
-        defer { Task { await apple.stop() } }
-        guard let instances = try await Self.instances(backend, count: 3, apple: apple) else { return }
-        do {
+        try await Self.withThreeInstances(backend) { instances, apple in
             try await Self.seed(instances[0], apple: apple, prefix: "dead", count: 12)
             let start = Int64(Date().timeIntervalSince1970) + 2 * 86_400
             // setup: instance 0 claims a batch and is killed before checking anyone (the state kill -9
@@ -126,19 +134,12 @@ struct SeveralInstancesTests {
             for (account, _) in orphaned {
                 #expect(try await instances[1].database.user(sub: account.appleSub)?.consentCheckedAt != nil)
             }
-        } catch {
-            await Self.close(instances)
-            throw error
         }
-        await Self.close(instances)
     }
 
     @Test("the sweeper runs on one instance per minute; another takes over when the holder stops", arguments: Backend.all)
     func sweeperOnce(backend: Backend) async throws {
-        let apple = try await LoopbackApple.start()
-        defer { Task { await apple.stop() } }
-        guard let instances = try await Self.instances(backend, count: 3, apple: apple) else { return }
-        do {
+        try await Self.withThreeInstances(backend) { instances, apple in
             let clock = ManualClock(Int64(Date().timeIntervalSince1970))
             let sweepers = instances.map {
                 SweeperService(database: $0.database, now: { clock.now }, logger: TestDatabase.quietLogger, instanceID: $0.instanceID)
@@ -160,11 +161,7 @@ struct SeveralInstancesTests {
             clock.advance(31)
             #expect(try await sweepers[(holder + 1) % 3].runOnce() != nil)
             #expect(try await sweepers[(holder + 2) % 3].runOnce() == nil)
-        } catch {
-            await Self.close(instances)
-            throw error
         }
-        await Self.close(instances)
     }
 }
 
