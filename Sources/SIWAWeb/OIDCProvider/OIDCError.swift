@@ -18,9 +18,10 @@ struct OIDCError: Error, Equatable, Sendable {
 
     /// The token endpoint's answer: JSON, never cached (RFC 6749 §5.2). A 401 says how to authenticate.
     var tokenResponse: Response {
-        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store", HTTPField.Name("Pragma")!: "no-cache"]
-        if status == .unauthorized { headers[.wwwAuthenticate] = "Basic realm=\"siwa\"" }
-        let body = (try? JSONEncoder().encode(["error": code, "error_description": description])) ?? Data("{}".utf8)
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        // `Response.json` already sends `Cache-Control: no-store`.
+        var response = Response.json(["error": code, "error_description": description], status: status)
+        response.headers[HTTPField.Name("Pragma")!] = "no-cache"
+        if status == .unauthorized { response.headers[.wwwAuthenticate] = "Basic realm=\"siwa\"" }
+        return response
     }
 }
