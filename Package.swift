@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "CurlHTTP", targets: ["CurlHTTP"]),
         .library(name: "SIWAStore", targets: ["SIWAStore"]),
         .library(name: "SIWAWeb", targets: ["SIWAWeb"]),
+        .library(name: "SIWASite", targets: ["SIWASite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
     ],
     targets: [
         // MARK: C libraries (system packages: the user's choice of libcurl and OpenSSL)
@@ -90,10 +92,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The composition root: the settings table, resources, one makeDependencies, the demo pairing
+        // with the emulator, team transfer. The executable only parses arguments and calls it.
+        .target(
+            name: "SIWASite",
+            dependencies: [
+                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
+                "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,11 +147,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "SIWASiteTests",
+            dependencies: ["SIWASite", "SIWAWeb", "SIWAStore", "JOSE", "SIWATestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [
-                "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
+                "SIWASite", "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
@@ -154,8 +174,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
-                "siwa",  // the CLI's `transfer` steps, run in-process (TransferTests)
+                "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

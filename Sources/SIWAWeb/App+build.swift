@@ -38,12 +38,12 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
 /// The web application: the router, the revocation worker, the sweeper and the consent check, and the service that
 /// closes the database and the HTTP client last on shutdown.
 public func buildApplication(
-    _ dependencies: SIWADependencies, logger: Logger, publicDirectory: String = ResourceLocator.directory("Public"),
+    _ dependencies: SIWADependencies, logger: Logger, publicDirectory: String? = nil,
     extraServices: [any Service] = [], onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = dependencies.configuration
     var app = Application(
-        router: buildRouter(dependencies, publicDirectory: publicDirectory),
+        router: buildRouter(dependencies, publicDirectory: publicDirectory ?? configuration.resources.publicDirectory),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         onServerRunning: onServerRunning,
         logger: logger
@@ -62,26 +62,6 @@ public func buildApplication(
     }
     for service in extraServices { app.addServices(service) }
     return app
-}
-
-/// Opens what the configuration names (database, migrations, HTTP client, templates), builds the
-/// dependencies and re-seals tokens an older version stored. The caller runs `buildApplication` with them.
-public func makeDependencies(configuration: SIWAConfiguration, logger: Logger) async throws -> SIWADependencies {
-    let database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
-    try await database.migrate()
-    var httpConfiguration = CurlHTTPClient.Configuration()
-    httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
-    // Every callback waits on one token call to Apple's single host: with 200 ms at Apple, N connections
-    // carry at most 5·N callbacks/s, so the client's default of 64 would cap sign-ins near 320/s.
-    httpConfiguration.maximumConnectionsPerHost = 1024
-    httpConfiguration.maximumTotalConnections = 1024
-    let http = CurlHTTPClient(configuration: httpConfiguration)
-    let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"),
-                                       siteName: configuration.siteName)
-    let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
-    // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
-    try await dependencies.resealLegacyTokens(logger: logger)
-    return dependencies
 }
 
 /// Closes the database pools and the libcurl thread after every other service has stopped

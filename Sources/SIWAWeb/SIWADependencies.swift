@@ -38,11 +38,8 @@ public struct SIWADependencies: Sendable {
         metrics: SIWAMetrics = SIWAMetrics(),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) throws {
-        let timeout = Duration.milliseconds(Int64(configuration.appleTimeout * 1000))
-        let secrets = try ClientSecretProvider(
-            teamID: configuration.teamID, keyID: configuration.keyID, privateKey: configuration.privateKey,
-            lifetime: configuration.clientSecretLifetime, now: now
-        )
+        let timeout = configuration.appleTimeout
+        let secrets = try configuration.clientSecretProvider(now: now)
         let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: http, secrets: secrets, timeout: timeout)
         let keys = JWKSCache(keysURL: apple.keysURL, http: http, timeout: timeout, now: now)
         self.configuration = configuration
@@ -67,6 +64,14 @@ public struct SIWADependencies: Sendable {
 
     /// Client ids whose tokens this service accepts in notifications: the web Services ID and the app bundles.
     var allClientIDs: Set<String> { Set([configuration.clientID] + configuration.nativeClientIDs) }
+}
+
+extension SIWAConfiguration {
+    /// The signer of this team's client secrets (`APPLE_TEAM_ID`, `APPLE_KEY_ID`, the .p8 key, the lifetime).
+    public func clientSecretProvider(now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws -> ClientSecretProvider {
+        try ClientSecretProvider(teamID: teamID, keyID: keyID, privateKey: privateKey,
+                                 lifetime: Int(clientSecretLifetime.components.seconds), now: now)
+    }
 }
 
 /// Wakes the revocation worker when a deletion enqueues work, so Apple hears about it at once.

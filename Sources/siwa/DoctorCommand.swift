@@ -5,20 +5,22 @@ import Foundation
 import JOSE
 import Logging
 import SIWAStore
+import SIWASite
 import SIWAWeb
 
 /// `siwa doctor`: checks the whole configuration, prints what it found, and signs a test client secret.
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Checks the configuration, the database and Apple's keys, and signs a test client secret."
+        abstract: "Checks the configuration, the database and Apple's keys, and signs a test client secret.",
+        discussion: SettingFlags.helpText
     )
 
     @OptionGroup var settings: SettingsOptions
     @Flag(help: "Do not contact APPLE_BASE_URL") var offline = false
 
     func run() async throws {
-        let configuration = try loadConfiguration(settings.merged())
+        let configuration = try settings.configuration()
         print("siwa doctor")
         for (name, value) in configuration.summary {
             print("  \(name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(value)")
@@ -26,8 +28,7 @@ struct DoctorCommand: AsyncParsableCommand {
         for warning in configuration.warnings { print("WARN  \(warning)") }
         var problems = 0
 
-        let secrets = try ClientSecretProvider(teamID: configuration.teamID, keyID: configuration.keyID,
-                                               privateKey: configuration.privateKey, lifetime: configuration.clientSecretLifetime)
+        let secrets = try configuration.clientSecretProvider()
         let secret = try await secrets.clientSecret(for: configuration.clientID)
         print("ok    client secret signed (ES256, kid \(configuration.keyID), sub \(configuration.clientID))")
         print("client_secret: \(secret)")
@@ -50,10 +51,10 @@ struct DoctorCommand: AsyncParsableCommand {
         if offline {
             print("skip  Apple's keys (--offline)")
         } else {
-            let http = CurlHTTPClient()
+            let http = Site.appleHTTPClient(for: configuration)
             let keysURL = configuration.appleBaseURL + "/auth/keys"
             do {
-                let response = try await http.execute(HTTPClientRequest(url: keysURL, timeout: .seconds(configuration.appleTimeout)))
+                let response = try await http.execute(HTTPClientRequest(url: keysURL))
                 let keys = try response.decodeJSON(JWKSet.self)
                 print("ok    \(keysURL) answered \(response.status) with \(keys.keys.count) keys")
             } catch {

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import JOSE
 import ServiceLifecycle
+import SIWASite
 import SIWAWeb
 
 /// `siwa emulator`: the Apple ID emulator on its own, for staging (point APPLE_BASE_URL at it).
@@ -58,7 +59,13 @@ struct EmulatorCommand: AsyncParsableCommand {
             printError(problem)
             throw ExitCode(1)
         }
-        let templates = ResourceLocator.directory("templates") + "/emulator"
+        let templates: String
+        do {
+            templates = try Site.resources().emulatorTemplatesDirectory
+        } catch let error as ConfigurationError {
+            printError(error.description)
+            throw ExitCode(1)
+        }
         var configuration: EmulatorConfiguration
         do throws(EmulatorConfigurationError) {
             if let config {

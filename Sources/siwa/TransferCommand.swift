@@ -1,8 +1,7 @@
-import AppleSignIn
 import ArgumentParser
-import CurlHTTP
 import Foundation
 import Logging
+import SIWASite
 import SIWAStore
 import SIWAWeb
 
@@ -20,41 +19,29 @@ struct TransferCommand: AsyncParsableCommand {
 
     /// Options both steps share.
     struct Common: ParsableArguments {
-        @OptionGroup var settings: SettingsOptions
         @Option(help: "Calls to Apple in flight at once") var concurrency = 4
         @Option(help: "Retries of a call that failed transiently (Apple's 5xx, timeouts)") var retries = 3
         @Flag(help: "No progress lines on standard error") var quiet = false
+        @OptionGroup var settings: SettingsOptions
 
-        /// The team's configuration (the same settings as `siwa serve`), its database and an Apple client.
-        func open() async throws -> (SIWAConfiguration, SIWADatabase, CurlHTTPClient, MigrationSession) {
-            let configuration = try loadConfiguration(settings.merged())
-            if configuration.isDemo {
-                printError("configuration error: APPLE_TEAM_ID is not set — a transfer runs with the team's own Apple credentials")
-                throw ExitCode(1)
-            }
+        /// The team's configuration (the same settings as `siwa serve`), its database and Apple client.
+        func open() async throws -> TeamTransfer {
+            let configuration = try settings.configuration()
             guard concurrency >= 1, retries >= 0 else {
                 printError("--concurrency must be at least 1 and --retries at least 0")
                 throw ExitCode(1)
             }
             var logger = Logger(label: "siwa.transfer")
             logger.logLevel = .error
-            let database: SIWADatabase
             do {
-                database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
-                try await database.migrate()
+                return try await TeamTransfer.open(configuration: configuration, retries: retries, logger: logger)
             } catch let error as StoreError {
                 printError("database error: DATABASE_URL (\(configuration.databaseURL.redactedDescription)): \(error)")
                 throw ExitCode(1)
+            } catch let error as ConfigurationError {
+                printError(error.description)
+                throw ExitCode(1)
             }
-            var httpConfiguration = CurlHTTPClient.Configuration()
-            httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
-            let http = CurlHTTPClient(configuration: httpConfiguration)
-            let secrets = try ClientSecretProvider(teamID: configuration.teamID, keyID: configuration.keyID,
-                                                   privateKey: configuration.privateKey, lifetime: configuration.clientSecretLifetime)
-            let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: http, secrets: secrets,
-                                       timeout: .milliseconds(Int64(configuration.appleTimeout * 1000)))
-            let session = MigrationSession(apple: apple, clientID: configuration.clientID, retries: retries, retryDelay: .milliseconds(500))
-            return (configuration, database, http, session)
         }
     }
 
@@ -80,31 +67,25 @@ struct TransferCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (configuration, database, http, session) = try await common.open()
+            let transfer = try await common.open()
             let sink: MappingSink
             do {
                 sink = try MappingSink(path: output)
             } catch {
-                try? await database.close()
-                await http.shutdown()
+                await transfer.close()
                 printError("cannot write \(output ?? "-"): \(error)")
                 throw ExitCode(1)
             }
-            let exporter = TransferExporter(database: database, session: session, clientID: configuration.clientID,
-                                            recipientTeamID: recipientTeamId, concurrency: common.concurrency, quiet: common.quiet)
             let report: TransferExporter.Report
             do {
-                report = try await exporter.run { row in try sink.write(row) }
-                try sink.finish()
+                report = try await transfer.export(recipientTeamID: recipientTeamId, to: sink, concurrency: common.concurrency,
+                                                   quiet: common.quiet)
             } catch {
-                sink.abandon()
-                try? await database.close()
-                await http.shutdown()
+                await transfer.close()
                 printError("transfer export stopped: \(error)")
                 throw ExitCode(1)
             }
-            try? await database.close()
-            await http.shutdown()
+            await transfer.close()
             for (userID, reason) in report.failures.sorted(by: { $0.key < $1.key }) {
                 printError("no transfer_sub for account \(userID): \(reason)")
             }
@@ -139,20 +120,16 @@ struct TransferCommand: AsyncParsableCommand {
                 printError("cannot read \(input): \(error.localizedDescription)")
                 throw ExitCode(1)
             }
-            let (configuration, database, http, session) = try await common.open()
-            let importer = TransferImporter(database: database, session: session, clientID: configuration.clientID,
-                                            concurrency: common.concurrency, quiet: common.quiet)
+            let transfer = try await common.open()
             let report: TransferImporter.Report
             do {
-                report = try await importer.run(rows: rows)
+                report = try await transfer.import(rows: rows, concurrency: common.concurrency, quiet: common.quiet)
             } catch {
-                try? await database.close()
-                await http.shutdown()
+                await transfer.close()
                 printError("transfer import stopped: \(error)")
                 throw ExitCode(1)
             }
-            try? await database.close()
-            await http.shutdown()
+            await transfer.close()
             for (userID, reason) in report.parked.sorted(by: { $0.key < $1.key }) {
                 printError("parked account \(userID) under its transfer_sub: \(reason)")
             }
@@ -165,59 +142,6 @@ struct TransferCommand: AsyncParsableCommand {
                 parked \(report.parked.count), conflicts \(report.conflicts.count), not found \(report.notFound.count)
                 """)
             if !report.isComplete { throw ExitCode(1) }
-        }
-    }
-}
-
-/// Writes mapping lines to a file (through a temporary name, renamed when complete, so a half-written
-/// mapping is never mistaken for a whole one) or to standard output.
-final class MappingSink {
-    private let path: String?
-    private let temporaryPath: String?
-    private let handle: FileHandle
-
-    init(path: String?) throws {
-        self.path = path
-        if let path {
-            let temporary = path + ".partial"
-            guard FileManager.default.createFile(atPath: temporary, contents: nil) else {
-                throw TransferError(description: "cannot create \(temporary)")
-            }
-            temporaryPath = temporary
-            handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
-        } else {
-            temporaryPath = nil
-            handle = FileHandle.standardOutput
-        }
-        try handle.write(contentsOf: Data((TransferMappingFile.header + "\n").utf8))
-    }
-
-    func write(_ row: TransferMappingRow) throws {
-        try handle.write(contentsOf: Data((try TransferMappingFile.line(row) + "\n").utf8))
-    }
-
-    func finish() throws {
-        guard let path, let temporaryPath else { return }
-        try handle.close()
-        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
-        try FileManager.default.moveItem(atPath: temporaryPath, toPath: path)
-    }
-
-    func abandon() {
-        guard let temporaryPath else { return }
-        try? handle.close()
-        try? FileManager.default.removeItem(atPath: temporaryPath)
-    }
-}
-
-extension SIWACommand {
-    /// Parses one command line and runs it in this process, as `main` would (the tests' way in).
-    static func runInProcess(_ arguments: [String]) async throws {
-        var command = try parseAsRoot(arguments)
-        if var asyncCommand = command as? any AsyncParsableCommand {
-            try await asyncCommand.run()
-        } else {
-            try command.run()
         }
     }
 }

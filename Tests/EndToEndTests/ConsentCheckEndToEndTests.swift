@@ -1,6 +1,7 @@
 import AppleIDEmulator
 import Foundation
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import Testing
 
@@ -18,8 +19,8 @@ struct ConsentCheckEndToEndTests {
             let grace = WebClient(http: e2e.http)
             #expect(try await e2e.approveAndPost(ada, try await e2e.start(ada), person: "p1").status == 303)
             #expect(try await e2e.approveAndPost(grace, try await e2e.start(grace), person: "p2").status == 303)
-            let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa e2e")
-            let dependencies = try SIWADependencies(configuration: e2e.configuration, database: e2e.database, http: e2e.http, pages: pages)
+            let dependencies = try await Site.makeDependencies(configuration: e2e.configuration, logger: TestDatabase.quietLogger,
+                                                               overrides: SiteOverrides(database: e2e.database, http: e2e.http))
             let adaSub = try await e2e.emulator.sub(personID: "p1", clientID: e2e.configuration.clientID)
             let adaAccount = try #require(try await e2e.database.user(sub: adaSub))
             let sealed = try #require(try await e2e.database.appleTokens(userID: adaAccount.id).first)

@@ -1,4 +1,5 @@
 import Foundation
+import SIWASite
 import SIWATestSupport
 import SIWAWeb
 import Testing
@@ -56,7 +57,7 @@ struct DoctorTests {
         #expect(!doctor.output.contains("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
         let line = try #require(doctor.output.split(separator: "\n").first { $0.hasPrefix("client_secret: ") })
         let secret = String(line.dropFirst("client_secret: ".count))
-        let verifier = ResourceLocator.directory("Tests") + "/JOSETests/Fixtures/verify_es256.py"
+        let verifier = ResourceLocator.packageRoot + "/Tests/JOSETests/Fixtures/verify_es256.py"
         let verified = try await SIWABinary.run("/usr/bin/env", ["python3", verifier, publicPath, secret],
                                                 environment: ProcessInfo.processInfo.environment)
         #expect(verified.status == 0, "Python rejected the client secret: \(verified.output)")

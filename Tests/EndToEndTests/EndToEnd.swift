@@ -4,10 +4,10 @@ import Foundation
 import Hummingbird
 import Logging
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import SIWAWeb
 
-@testable import siwa
 
 /// The app and the Apple ID emulator running for real on loopback, as demo mode runs them: the app
 /// on `localhost`, the emulator on `127.0.0.1` — two sites, so the callback is a cross-site POST.
@@ -39,9 +39,8 @@ struct EndToEnd: Sendable {
         let logger = TestDatabase.quietLogger
         let database = try await SIWADatabase.open(databaseLocation.url, logger: appLogger, postgresSchema: databaseLocation.schema)
         try await database.migrate()
-        let http = CurlHTTPClient()
-        let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa e2e")
-        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages)
+        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: appLogger,
+                                                           overrides: SiteOverrides(database: database))
 
         let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let emulator = try existing ?? AppleIDEmulatorState(configuration: emulatorConfiguration)

@@ -3,6 +3,7 @@ import CurlHTTP
 import Foundation
 import JOSE
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import SIWAWeb
 import Testing
@@ -225,10 +226,10 @@ enum BrowserTest {
     }
 
     /// Screenshots land here (README names it).
-    static var screenshotsDirectory: String { ResourceLocator.directory("Tests") + "/../screenshots/browser" }
+    static var screenshotsDirectory: String { ResourceLocator.packageRoot + "/screenshots/browser" }
 
     static func run(appURL: String, emulatorURL: String) async throws -> (status: Int32, output: String) {
-        let script = ResourceLocator.directory("Tests") + "/Browser/browser_flow.py"
+        let script = ResourceLocator.packageRoot + "/Tests/Browser/browser_flow.py"
         var arguments = ["python3", script, "--app", appURL, "--emulator", emulatorURL, "--screenshots", screenshotsDirectory]
         // The gateway journey behind nginx needs the built siwa (it runs `siwa serve` behind nginx).
         if let siwa = SIWABinary.path, GatewayProxyTests.isEnabled("nginx") { arguments += ["--gateway-siwa", siwa] }

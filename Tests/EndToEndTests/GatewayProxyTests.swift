@@ -1,9 +1,8 @@
 import Foundation
+import SIWASite
 import SIWATestSupport
 import SIWAWeb
 import Testing
-
-@testable import siwa
 
 /// SPEC §10 behind real proxies: Debian's nginx and Caddy run the files in deploy/ (the README shows
 /// them) in front of the built `siwa serve` in demo mode and an upstream app that echoes its headers
@@ -27,7 +26,7 @@ struct GatewayProxyTests {
     static func journey(_ proxy: String) async throws {
         let siwa = try #require(SIWABinary.path, "build siwa first (swift build --build-tests)")
         try #require(executable(proxy) != nil, "\(proxy) is not installed (scripts/test installs it)")
-        let script = ResourceLocator.directory("Tests") + "/Gateway/gateway_journey.py"
+        let script = ResourceLocator.packageRoot + "/Tests/Gateway/gateway_journey.py"
         let result = try await ChildProcess.run("/usr/bin/env", ["python3", script, "--proxy", proxy, "--siwa", siwa])
         print(result.output)
         #expect(result.status == 0, "the \(proxy) journey failed:\n\(result.output)")
@@ -44,21 +43,18 @@ struct GatewayProxyTests {
 
     @Test("--allowed-redirect-hosts is a serve flag that wins over ALLOWED_REDIRECT_HOSTS, and doctor's summary shows it")
     func flag() throws {
-        let options = try SettingsOptions.parse(["--allowed-redirect-hosts", ".example.org,app.example.net"])
-        let values = options.merged(with: ["ALLOWED_REDIRECT_HOSTS": "other.example.com", "PUBLIC_URL": "http://localhost:8080"])
-        #expect(values["ALLOWED_REDIRECT_HOSTS"] == ".example.org,app.example.net")
+        let flags = try SettingFlags.parse(["--allowed-redirect-hosts", ".example.org,app.example.net"])
         let folder = NSTemporaryDirectory() + "siwa-flag-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var demo = values
-        demo["DATA_DIR"] = folder
-        let configuration = try SIWAConfiguration.load(from: demo)
+        let environment = ["ALLOWED_REDIRECT_HOSTS": "other.example.com", "PUBLIC_URL": "http://localhost:8080", "DATA_DIR": folder]
+        let configuration = try SIWAConfiguration.load(SettingSources(environment: environment, flags: flags))
         #expect(configuration.allowedRedirectHosts.allows("wiki.example.org") && !configuration.allowedRedirectHosts.allows("other.example.com"))
         #expect(configuration.summary.contains { $0.0 == "ALLOWED_REDIRECT_HOSTS" && $0.1 == "app.example.net,.example.org" })
     }
 
     @Test("the README shows deploy/nginx.conf, deploy/Caddyfile and deploy/siwa.service byte for byte")
     func readmeShowsTheTestedFiles() throws {
-        let root = ResourceLocator.directory("deploy") + "/.."
+        let root = ResourceLocator.packageRoot
         let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
         for (file, fence) in [("nginx.conf", "nginx"), ("Caddyfile", "caddyfile"), ("siwa.service", "ini")] {
             let text = try String(contentsOfFile: root + "/deploy/" + file, encoding: .utf8)
@@ -70,7 +66,7 @@ struct GatewayProxyTests {
     func systemdUnit() async throws {
         // setup: the unit as shipped, with ExecStart pointing at a binary that exists here (verify checks it)
         let siwa = try #require(SIWABinary.path)
-        let unit = try String(contentsOfFile: ResourceLocator.directory("deploy") + "/siwa.service", encoding: .utf8)
+        let unit = try String(contentsOfFile: ResourceLocator.packageRoot + "/deploy/siwa.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/local/bin/siwa serve"))
         let folder = NSTemporaryDirectory() + "siwa-unit-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import SIWAWeb
 import Testing
@@ -45,7 +46,7 @@ struct OIDCRelyingPartyTests {
     }
 
     static func python(_ script: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        let path = ResourceLocator.directory("Tests") + "/RelyingParty/" + script
+        let path = ResourceLocator.packageRoot + "/Tests/RelyingParty/" + script
         return try await ChildProcess.run("/usr/bin/env", ["python3", path] + arguments, environment: ProcessInfo.processInfo.environment)
     }
 
@@ -132,7 +133,7 @@ struct OIDCRelyingPartyTests {
     static func apache(_ e2e: EndToEnd, port: Int, journey: String) async throws -> (status: Int32, output: String) {
         try await python("apache_flow.py", [
             "--app", e2e.appURL, "--emulator", e2e.emulatorURL, "--port", String(port), "--client-id", apacheID,
-            "--client-secret", apacheSecret, "--journey", journey, "--screenshots", ResourceLocator.directory("Tests") + "/../screenshots/oidc-apache",
+            "--client-secret", apacheSecret, "--journey", journey, "--screenshots", ResourceLocator.packageRoot + "/Tests/../screenshots/oidc-apache",
         ])
     }
 }

@@ -5,6 +5,7 @@ import Hummingbird
 import JOSE
 import ServiceLifecycle
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 @testable import SIWAWeb
 
@@ -45,10 +46,9 @@ struct TwoInstances: Sendable {
             let database = try await SIWADatabase.open(location.url, logger: logger, postgresSchema: location.schema)
             try await database.migrate()
             if databases.isEmpty { try await beforeStart(database, configuration) }
-            let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "siwa two instances")
             let instanceMetrics = SIWAMetrics()
-            let dependencies = try SIWADependencies(configuration: configuration, database: database, http: CurlHTTPClient(),
-                                                    pages: pages, metrics: instanceMetrics)
+            let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger,
+                                                               overrides: SiteOverrides(database: database, metrics: instanceMetrics))
             apps.append(buildApplication(dependencies, logger: logger) { _ in startedContinuation.yield() })
             databases.append(database)
             metrics.append(instanceMetrics)

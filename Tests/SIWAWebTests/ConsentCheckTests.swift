@@ -2,6 +2,7 @@ import Foundation
 import HummingbirdTesting
 import Logging
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import Testing
 
@@ -103,9 +104,9 @@ struct ConsentCheckTests {
             // sign-in above ran with the default 10 s, so a busy machine does not fail it).
             await app.apple.state.set(.delay(.seconds(3)))
             var configuration = app.dependencies.configuration
-            configuration.appleTimeout = 1
-            let impatient = try SIWADependencies(configuration: configuration, database: app.database,
-                                                 http: app.dependencies.http, pages: app.dependencies.pages)
+            configuration.appleTimeout = .seconds(1)
+            let impatient = try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
+                                                            overrides: SiteOverrides(database: app.database, http: app.dependencies.http))
             var checkConfiguration = ConsentCheckService.Configuration()
             checkConfiguration.callSpacing = .zero
             let service = ConsentCheckService(dependencies: impatient, logger: TestDatabase.quietLogger, configuration: checkConfiguration,

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JOSE
 import SIWAStore
 import SIWATestSupport
+import SIWASite
 import Testing
 
 @testable import SIWAWeb
@@ -340,6 +341,6 @@ struct SessionCookieScopeTests {
         } catch let error as ConfigurationError {
             #expect(error.setting == "ALLOWED_REDIRECT_HOSTS" && error.problem.contains("https://evil.com"))
         }
-        #expect(SIWAConfiguration.settingNames.contains("ALLOWED_REDIRECT_HOSTS"))
+        #expect(SiteSettings.all.map(\.name).contains("ALLOWED_REDIRECT_HOSTS"))
     }
 }

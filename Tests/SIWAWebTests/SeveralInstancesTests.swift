@@ -2,6 +2,7 @@ import CurlHTTP
 import Foundation
 import Logging
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import Synchronization
 import Testing
@@ -17,13 +18,13 @@ struct SeveralInstancesTests {
     static func instances(_ backend: Backend, count: Int, apple: LoopbackApple) async throws -> [SIWADependencies]? {
         guard let (url, schema) = try backend.location() else { return nil }
         let configuration = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: [:]))
-        let http = CurlHTTPClient()
-        let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "Example")
+        let http = Site.appleHTTPClient(for: configuration)
         var instances: [SIWADependencies] = []
         for index in 0..<count {
             let database = try await SIWADatabase.open(url, logger: TestDatabase.quietLogger, poolSize: 2, postgresSchema: schema)
             if index == 0 { try await database.migrate() }
-            instances.append(try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages))
+            instances.append(try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
+                                                             overrides: SiteOverrides(database: database, http: http)))
         }
         return instances
     }

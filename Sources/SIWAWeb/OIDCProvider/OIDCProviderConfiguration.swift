@@ -19,32 +19,11 @@ public struct OIDCProviderConfiguration: Sendable {
         }
     }
 
-    /// Reads `OIDC_CLIENTS_FILE` and `OIDC_SIGNING_KEY_PATH`. No clients file: no provider, except in demo
-    /// mode, where the demo client is registered and the key is generated into `dataDirectory`.
-    static func load(_ reader: SettingReader, isDemo: Bool, publicURL: String, dataDirectory: String) throws -> OIDCProviderConfiguration? {
-        let clients: OIDCClientRegistry
-        let source: String
-        if let path = reader.string("OIDC_CLIENTS_FILE") {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("OIDC_CLIENTS_FILE", "cannot be read: \(path)")
-            }
-            clients = try OIDCClientRegistry.parse(data)
-            source = path
-        } else if isDemo {
-            clients = OIDCClientRegistry(clients: [Demo.client])
-            source = "demo client \(Demo.clientID)"
-        } else {
-            return nil
-        }
-        let keyPath: String
-        if let path = reader.string("OIDC_SIGNING_KEY_PATH") {
-            keyPath = path
-        } else if isDemo {
-            keyPath = dataDirectory + "/oidc-signing-key.pem"
-        } else {
-            throw ConfigurationError("OIDC_SIGNING_KEY_PATH", "is missing: the OpenID provider (OIDC_CLIENTS_FILE is set) signs ID tokens with this RSA key (create one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out oidc.pem`)")
-        }
-        let keys = try OIDCSigningKeys.load(path: keyPath, generate: isDemo)
-        return OIDCProviderConfiguration(issuer: publicURL, clients: clients, signingKeys: keys, clientsSource: source, signingKeyPath: keyPath)
+    public init(issuer: String, clients: OIDCClientRegistry, signingKeys: OIDCSigningKeys, clientsSource: String, signingKeyPath: String) {
+        self.issuer = issuer
+        self.clients = clients
+        self.signingKeys = signingKeys
+        self.clientsSource = clientsSource
+        self.signingKeyPath = signingKeyPath
     }
 }

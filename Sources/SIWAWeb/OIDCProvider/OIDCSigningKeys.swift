@@ -41,7 +41,7 @@ public struct OIDCSigningKeys: Sendable {
 
     /// Reads `path` (RSA private key, PKCS#8 or PKCS#1 PEM) and, when present, `path.previous`. With
     /// `generate`, a missing key is created (demo mode). Errors name `setting`.
-    static func load(path: String, generate: Bool, setting: String = "OIDC_SIGNING_KEY_PATH") throws -> OIDCSigningKeys {
+    public static func load(path: String, generate: Bool, setting: String = "OIDC_SIGNING_KEY_PATH") throws -> OIDCSigningKeys {
         let current: RSAPrivateKey
         if let pem = try? String(contentsOfFile: path, encoding: .utf8) {
             current = try parse(pem, path: path, setting: setting)

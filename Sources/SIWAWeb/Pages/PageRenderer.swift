@@ -38,24 +38,3 @@ public struct PageRenderer: Sendable {
     }
 }
 
-/// Where `templates/` and `Public/` are: `SIWA_RESOURCES_DIR`, else the working directory, else the
-/// source checkout this binary was built from (so `swift run` and `swift test` work from anywhere).
-public enum ResourceLocator {
-    public static func directory(_ name: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        var candidates: [String] = []
-        if let root = environment["SIWA_RESOURCES_DIR"], !root.isEmpty { candidates.append(root) }
-        candidates.append(FileManager.default.currentDirectoryPath)
-        // Sources/SIWAWeb/Pages/PageRenderer.swift → package root
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().path
-        candidates.append(packageRoot)
-        for root in candidates {
-            var isDirectory: ObjCBool = false
-            let path = root + "/" + name
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-                return path
-            }
-        }
-        return packageRoot + "/" + name
-    }
-}

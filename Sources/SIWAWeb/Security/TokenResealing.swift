@@ -2,13 +2,13 @@ import Logging
 import SIWAStore
 
 /// What one start-up re-seal did.
-struct ResealReport: Sendable, Equatable {
+public struct ResealReport: Sendable, Equatable {
     /// Ciphertexts of the old form now sealed for their place.
-    var resealed = 0
+    public var resealed = 0
     /// Old ciphertexts that did not open with TOKEN_ENCRYPTION_KEY: left as they were (they never opened).
-    var undecryptable = 0
+    public var undecryptable = 0
     /// Rows a sign-in (or another instance) changed meanwhile: already of the new form, left alone.
-    var changedMeanwhile = 0
+    public var changedMeanwhile = 0
 }
 
 extension SIWADependencies {
@@ -22,7 +22,7 @@ extension SIWADependencies {
     /// replaced by compare-and-set, so a crash half-way or two instances starting at once are harmless.
     /// The cost on a start with nothing to do is one scan of each token table.
     @discardableResult
-    func resealLegacyTokens(logger: Logger) async throws -> ResealReport {
+    public func resealLegacyTokens(logger: Logger) async throws -> ResealReport {
         var report = ResealReport()
         for token in try await database.sealedTokens(notStartingWith: TokenCipher.prefix) {
             let sealed: String

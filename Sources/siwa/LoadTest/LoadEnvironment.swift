@@ -1,6 +1,7 @@
 import AppleIDEmulator
 import Foundation
 import Logging
+import SIWASite
 import SIWAWeb
 
 /// The app and the Apple ID emulator started in this process on loopback, configured like demo mode
@@ -25,7 +26,7 @@ struct LoadEnvironment: Sendable {
         if let databaseURL { values["DATABASE_URL"] = databaseURL }
         let configuration = try SIWAConfiguration.load(from: values)
         // The same dependencies `siwa serve` builds: pools, HTTP client and templates as in production.
-        let dependencies = try await makeDependencies(configuration: configuration, logger: logger)
+        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger)
 
         let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)

@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import SIWASite
 import Testing
 
 @testable import SIWAWeb
@@ -85,7 +86,7 @@ struct OIDCConfigurationTests {
         #expect(oidc.signingKeys.previous == nil)
         #expect(oidc.signingKeys.current.publicKey.modulus == key.publicKey.modulus)
         #expect(configuration.summary.contains { $0.0 == "OIDC_CLIENTS_FILE" && $0.1.contains("1 client") })
-        #expect(SIWAConfiguration.settingNames.contains("OIDC_CLIENTS_FILE") && SIWAConfiguration.settingNames.contains("OIDC_SIGNING_KEY_PATH"))
+        #expect(SiteSettings.all.map(\.name).contains("OIDC_CLIENTS_FILE") && SiteSettings.all.map(\.name).contains("OIDC_SIGNING_KEY_PATH"))
 
         // A key set without clients is a warning: the provider stays off.
         let warned = try SIWAConfiguration.load(from: try Self.production(["OIDC_SIGNING_KEY_PATH": directory + "/oidc.pem"]))

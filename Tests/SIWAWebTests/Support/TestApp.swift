@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JOSE
 import Logging
 import SIWAStore
+import SIWASite
 import SIWATestSupport
 import SIWAWeb
 import Testing
@@ -54,12 +55,9 @@ struct TestApp {
             logger.logLevel = .warning
             return logger
         }()
-        var httpConfiguration = CurlHTTPClient.Configuration()
-        httpConfiguration.defaultTimeout = .milliseconds(Int64(configuration.appleTimeout * 1000))
-        let http = CurlHTTPClient(configuration: httpConfiguration)
-        let pages = try await PageRenderer(templatesDirectory: ResourceLocator.directory("templates"), siteName: "Example")
-        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages,
-                                                now: now ?? { Int64(Date().timeIntervalSince1970) })
+        // The production wiring (Apple's HTTP client, templates, token re-seal) on this test's database and clock.
+        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger,
+                                                           overrides: SiteOverrides(database: database, now: now))
         let testApp = TestApp(apple: apple, dependencies: dependencies, database: database)
         let app = buildApplication(dependencies, logger: logger)
         do {

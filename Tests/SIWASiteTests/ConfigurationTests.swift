@@ -1,8 +1,9 @@
 import Foundation
 import JOSE
+import SIWAWeb
 import Testing
 
-@testable import SIWAWeb
+@testable import SIWASite
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -35,7 +36,8 @@ struct ConfigurationTests {
         #expect(configuration.redirectURI == "https://example.com/auth/apple/callback")
         #expect(configuration.appleBaseURL == "https://appleid.apple.com")
         #expect(configuration.host == "127.0.0.1" && configuration.port == 8080)
-        #expect(configuration.appleTimeout == 10 && configuration.rateLimitPerMinute == 60)
+        #expect(configuration.appleTimeout == .seconds(10) && configuration.rateLimitPerMinute == 60)
+        #expect(configuration.clientSecretLifetime == .seconds(2_592_000))
         #expect(configuration.profileFallback == .recovery)
         #expect(configuration.isHTTPS)
     }
@@ -154,21 +156,51 @@ struct ConfigurationTests {
         #expect(try SIWAConfiguration.load(from: values).trustedProxies.networks.isEmpty == false)   // empty = unset = default
     }
 
-    @Test("README's configuration table names exactly the settings the configuration reads")
+    @Test("durations are typed: APPLE_TIMEOUT takes fractions of a second, the secret lifetime whole seconds")
+    func durations() throws {
+        var values = productionSettings
+        values["APPLE_TIMEOUT"] = "2.5"
+        values["APPLE_CLIENT_SECRET_LIFETIME"] = "7200"
+        let configuration = try SIWAConfiguration.load(from: values)
+        #expect(configuration.appleTimeout == .milliseconds(2_500))
+        #expect(configuration.clientSecretLifetime == .seconds(7_200))
+        values["APPLE_CLIENT_SECRET_LIFETIME"] = "7200.5"
+        #expect(failure(values)?.setting == "APPLE_CLIENT_SECRET_LIFETIME")
+    }
+
+    @Test("flags come from the table: `--name value`, `--name=value` and switches; a flag wins over the environment")
+    func flags() throws {
+        let flags = try SettingFlags.parse(["--port", "9000", "--site-name=Example Site", "--demo", "--trusted-proxies", "10.0.0.0/8"])
+        #expect(flags == ["PORT": "9000", "SITE_NAME": "Example Site", "SIWA_DEMO": "1", "TRUSTED_PROXIES": "10.0.0.0/8"])
+        let configuration = try SIWAConfiguration.load(SettingSources(environment: productionSettings.merging(["PORT": "1234"]) { $1 },
+                                                                      flags: ["PORT": "9000"]))
+        #expect(configuration.port == 9000)
+        #expect(throws: SettingFlags.UsageError.self) { try SettingFlags.parse(["--no-such-setting", "1"]) }
+        #expect(throws: SettingFlags.UsageError.self) { try SettingFlags.parse(["--port"]) }
+        #expect(throws: SettingFlags.UsageError.self) { try SettingFlags.parse(["--demo=1"]) }
+        // Every setting has one flag, and `--help` lists every one of them.
+        #expect(Set(SiteSettings.all.map(\.flag)).count == SiteSettings.all.count)
+        for row in SiteSettings.all {
+            #expect(SettingFlags.helpText.contains("--\(row.flag)") && SettingFlags.helpText.contains(row.name))
+        }
+    }
+
+    @Test("the summary has a row per setting in effect, derived from the table")
+    func summaryRows() throws {
+        let configuration = try SIWAConfiguration.load(from: productionSettings)
+        let names = configuration.summary.map(\.0)
+        #expect(names.first == "mode")
+        #expect(names.contains("APPLE_TIMEOUT") && names.contains("LOG_LEVEL") && names.contains("SIWA_RESOURCES_DIR"))
+        #expect(configuration.summary.contains { $0 == ("APPLE_TIMEOUT", "10 s") })
+        #expect(configuration.summary.contains { $0 == ("TOKEN_ENCRYPTION_KEY", "set (32 bytes)") })
+    }
+
+    @Test("README's configuration table is the settings table: every name, meaning and default")
     func readmeTable() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOfFile: ResourceLocator.packageRoot + "/README.md", encoding: .utf8)
         let section = try #require(readme.components(separatedBy: "\n## Configuration\n").dropFirst().first?
             .components(separatedBy: "\n## ").first)
-        var documented = Set<String>()
-        for line in section.split(separator: "\n") where line.hasPrefix("| `") {
-            let firstColumn = line.split(separator: "|", omittingEmptySubsequences: true).first ?? ""
-            for name in firstColumn.split(separator: "`").enumerated() where name.offset % 2 == 1 {
-                documented.insert(String(name.element))
-            }
-        }
-        let read = Set(SIWAConfiguration.settingNames)
-        #expect(documented.subtracting(read).isEmpty, "documented but not read: \(documented.subtracting(read).sorted())")
-        #expect(read.subtracting(documented).isEmpty, "read but not documented: \(read.subtracting(documented).sorted())")
+        let documented = section.split(separator: "\n").filter { $0.hasPrefix("|") }.joined(separator: "\n")
+        #expect(documented == SettingFlags.markdownTable, "README's table should read:\n\(SettingFlags.markdownTable)")
     }
 }

@@ -2,23 +2,29 @@ import Foundation
 
 /// One line of a team-transfer mapping: our account id, the sending team's `sub`, and the
 /// `transfer_sub` Apple issued for the recipient team.
-struct TransferMappingRow: Sendable, Equatable {
-    var userID: String
-    var sub: String
-    var transferSub: String
+public struct TransferMappingRow: Sendable, Equatable {
+    public var userID: String
+    public var sub: String
+    public var transferSub: String
+
+    public init(userID: String, sub: String, transferSub: String) {
+        self.userID = userID
+        self.sub = sub
+        self.transferSub = transferSub
+    }
 }
 
 /// The mapping file `siwa transfer export` writes and `siwa transfer import` reads: CSV with the
 /// header `user_id,sub,transfer_sub`. Apple's identifiers and our UUIDs never contain commas,
 /// quotes or spaces, so no quoting is needed; a value that does is refused rather than mangled.
-enum TransferMappingFile {
-    static let header = "user_id,sub,transfer_sub"
+public enum TransferMappingFile {
+    public static let header = "user_id,sub,transfer_sub"
 
-    struct FormatError: Error, CustomStringConvertible {
-        let description: String
+    public struct FormatError: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    static func line(_ row: TransferMappingRow) throws -> String {
+    public static func line(_ row: TransferMappingRow) throws -> String {
         for value in [row.userID, row.sub, row.transferSub] where !isPlain(value) {
             throw FormatError(description: "cannot write \"\(value)\" (of account \(row.userID)) to the mapping: empty or contains a comma, quote or space")
         }
@@ -26,7 +32,7 @@ enum TransferMappingFile {
     }
 
     /// Parses a whole file; errors name the line.
-    static func parse(_ text: String) throws -> [TransferMappingRow] {
+    public static func parse(_ text: String) throws -> [TransferMappingRow] {
         var lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
         while lines.last?.isEmpty == true { lines.removeLast() }
         guard lines.first?.trimmingCharacters(in: .whitespaces) == header else {

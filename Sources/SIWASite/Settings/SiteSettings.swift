@@ -1,0 +1,174 @@
+import Foundation
+import JOSE
+import Logging
+import SIWAStore
+import SIWAWeb
+
+/// The table of settings (SPEC §2): every setting siwa reads, once. Each entry is the environment
+/// variable, the `siwa serve` flag, what it means, its default and its parser; `--help`, README's
+/// configuration table (checked by `SettingsTableTests`) and `siwa doctor`'s summary are made from it.
+/// Adding a setting means adding an entry here (and to `all`) plus the code that uses it.
+public enum SiteSettings {
+    // MARK: Apple credentials
+    static let teamID = Setting<String>(
+        "APPLE_TEAM_ID", flag: "team-id", meaning: "10-character team id (client secret `iss`)",
+        defaultText: "— (demo mode when unset)", parse: Parse.teamID, summary: { $0.teamID })
+    static let clientID = Setting<String>(
+        "APPLE_CLIENT_ID", flag: "client-id", meaning: "the Services ID used as `client_id` on the web",
+        defaultText: "—", parse: Parse.servicesID, summary: { $0.clientID })
+    static let keyID = Setting<String>(
+        "APPLE_KEY_ID", flag: "key-id", meaning: "the .p8 key's id (client secret header `kid`)",
+        defaultText: "—", parse: Parse.keyID, summary: { $0.keyID })
+    static let privateKeyPath = Setting<P256PrivateKey>(
+        "APPLE_PRIVATE_KEY_PATH", flag: "private-key-path", meaning: "path of the .p8 file (PKCS#8 PEM, P-256)",
+        defaultText: "—", parse: Parse.p8File, summary: { _ in nil })
+    static let privateKey = Setting<P256PrivateKey>(
+        "APPLE_PRIVATE_KEY", flag: "private-key", meaning: "the .p8 contents, instead of a path",
+        defaultText: "—", secret: true, parse: Parse.inlineP8,
+        summary: { "P-256 key loaded (public x: \(Base64URL.encode($0.privateKey.publicKey.x).prefix(12))…)" })
+    static let redirectURI = Setting<String>(
+        "APPLE_REDIRECT_URI", flag: "redirect-uri",
+        meaning: "the callback URL registered with Apple (https outside demo mode)",
+        defaultText: "`PUBLIC_URL/auth/apple/callback`", parse: Parse.url, summary: { $0.redirectURI })
+    static let appleBaseURL = Setting<String>(
+        "APPLE_BASE_URL", flag: "apple-base-url", meaning: "Apple's origin; the emulator's in staging",
+        defaultText: "`https://appleid.apple.com`", parse: Parse.url, summary: { $0.appleBaseURL })
+    static let nativeClientIDs = Setting<[String]>(
+        "APPLE_NATIVE_CLIENT_IDS", flag: "native-client-ids",
+        meaning: "comma-separated iOS bundle ids accepted by `/auth/apple/native`", defaultText: "none",
+        parse: Parse.bundleIDs,
+        summary: { $0.nativeClientIDs.isEmpty ? "(none)" : $0.nativeClientIDs.joined(separator: ",") })
+
+    // MARK: The site
+    static let publicURL = Setting<String>(
+        "PUBLIC_URL", flag: "public-url", meaning: "the service's external origin",
+        defaultText: "`http://localhost:PORT`", parse: Parse.url, summary: { $0.publicURL })
+    static let databaseURL = Setting<DatabaseURL>(
+        "DATABASE_URL", flag: "database-url", meaning: "`sqlite:PATH` or `postgres://user:pass@host:port/db`",
+        defaultText: "`sqlite:data/siwa.sqlite`", parse: Parse.databaseURL,
+        summary: { $0.databaseURL.redactedDescription })
+    static let host = Setting<String>(
+        "HOST", flag: "host", meaning: "listen address", default: "127.0.0.1", defaultText: "`127.0.0.1`",
+        parse: Parse.text, summary: { $0.host })
+    static let port = Setting<Int>(
+        "PORT", flag: "port", meaning: "listen port", default: 8080, defaultText: "`8080`",
+        parse: Parse.port, summary: { String($0.port) })
+    static let tokenEncryptionKey = Setting<AESGCMKey>(
+        "TOKEN_ENCRYPTION_KEY", flag: "token-encryption-key",
+        meaning: "base64 of 32 bytes: AES-256-GCM key for Apple tokens at rest",
+        defaultText: "generated into `data/` in demo mode; required otherwise", secret: true,
+        parse: Parse.tokenKey, summary: { _ in "set (32 bytes)" })
+    static let appleTimeout = Setting<Duration>(
+        "APPLE_TIMEOUT", flag: "apple-timeout", meaning: "seconds before any call to Apple gives up",
+        default: .seconds(10), defaultText: "`10`",
+        parse: Parse.seconds(in: 0...300, excludingLowerBound: true, "must be a number of seconds between 0 and 300"),
+        summary: { "\(seconds($0.appleTimeout)) s" })
+    static let emulatorPort = Setting<Int>(
+        "EMULATOR_PORT", flag: "emulator-port", meaning: "where demo mode's emulator listens (host `127.0.0.1`)",
+        defaultText: "`PORT`+1", parse: Parse.port, summary: { $0.isDemo ? String($0.emulatorPort) : nil })
+    static let rateLimitPerMinute = Setting<Int>(
+        "RATE_LIMIT_PER_MINUTE", flag: "rate-limit-per-minute",
+        meaning: "requests per client address (IPv6: per /64) per minute on each sign-in route (`/auth/apple`, the callback, the native endpoints); `0` = off",
+        default: 60, defaultText: "`60`",
+        parse: Parse.wholeNumber(atLeast: 0, "must be 0 (off) or a positive number"),
+        summary: { $0.rateLimitPerMinute == 0 ? "off" : String($0.rateLimitPerMinute) })
+    static let profileFallback = Setting<ProfileFallback>(
+        "PROFILE_FALLBACK", flag: "profile-fallback", meaning: "a new account without a name: `recovery` page or `ask` form",
+        default: .recovery, defaultText: "`recovery`", parse: Parse.profileFallback, summary: { $0.profileFallback.rawValue })
+    static let clientSecretLifetime = Setting<Duration>(
+        "APPLE_CLIENT_SECRET_LIFETIME", flag: "client-secret-lifetime",
+        meaning: "seconds a signed client secret lives (≤ 15,777,000)", default: .seconds(86_400 * 30),
+        defaultText: "`2592000` (30 days)",
+        parse: Parse.wholeSeconds(in: 3601...15_777_000, "must be between 3601 and 15777000 seconds (Apple's maximum)"),
+        summary: { "\(seconds($0.clientSecretLifetime)) s" })
+    static let dataDirectory = Setting<String>(
+        "DATA_DIR", flag: "data-dir", meaning: "demo keys and the default SQLite file", default: "data",
+        defaultText: "`data`", parse: Parse.text, summary: { $0.dataDirectory })
+    static let siteName = Setting<String>(
+        "SITE_NAME", flag: "site-name", meaning: "the site's name on its pages", defaultText: "`PUBLIC_URL`'s host",
+        parse: Parse.text, summary: { $0.siteName })
+    static let logLevel = Setting<Logger.Level>(
+        "LOG_LEVEL", flag: "log-level", meaning: "`trace` … `error`", default: .info, defaultText: "`info`",
+        parse: Parse.logLevel, summary: { $0.logLevel.rawValue })
+    static let resourcesDirectory = Setting<String>(
+        "SIWA_RESOURCES_DIR", flag: "resources-dir",
+        meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
+        defaultText: "the working directory, else the source checkout", parse: Parse.text,
+        summary: { $0.resources.root })
+
+    // MARK: Limits and the proxy in front (SPEC §9)
+    static let maximumPendingAuthorizations = Setting<Int>(
+        "MAX_PENDING_AUTHORIZATIONS", flag: "max-pending-authorizations",
+        meaning: "sign-ins in progress at once (unused, unexpired `state`s and native nonces); past it `/auth/apple` answers a 503 page",
+        default: 20_000, defaultText: "`20000`",
+        parse: Parse.wholeNumber(atLeast: 1, "must be a positive number of sign-ins in progress"),
+        summary: { String($0.maximumPendingAuthorizations) })
+    static let maximumPendingAuthorizationsPerClient = Setting<Int>(
+        "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT", flag: "max-pending-authorizations-per-client",
+        meaning: "sign-ins one client address (IPv6: its /64) may start in ten minutes, the life of a pending authorization; past it a 429 page; `0` = off (a load test from one address)",
+        default: 300, defaultText: "`300`",
+        parse: Parse.wholeNumber(atLeast: 0, "must be 0 (off) or a positive number of sign-ins per client address"),
+        summary: { $0.maximumPendingAuthorizationsPerClient == 0 ? "off" : String($0.maximumPendingAuthorizationsPerClient) })
+    static let trustedProxies = Setting<TrustedProxies>(
+        "TRUSTED_PROXIES", flag: "trusted-proxies",
+        meaning: "comma-separated addresses and CIDR ranges (IPv4, IPv6) whose `X-Forwarded-For/-Proto/-Host/-Uri` and `X-Real-IP` are believed",
+        default: .loopback, defaultText: "`127.0.0.0/8,::1`", parse: Parse.trustedProxies,
+        summary: { $0.trustedProxies.description })
+    static let sessionCookieDomain = Setting<String>(
+        "SESSION_COOKIE_DOMAIN", flag: "session-cookie-domain",
+        meaning: "share the session cookie with subdomains (`example.com`); must be `PUBLIC_URL`'s host or a parent of it",
+        defaultText: "unset: this host only", parse: Parse.cookieDomain,
+        summary: { $0.sessionCookieDomain ?? "(none: this host only)" })
+    static let allowedRedirectHosts = Setting<AllowedRedirectHosts>(
+        "ALLOWED_REDIRECT_HOSTS", flag: "allowed-redirect-hosts",
+        meaning: "hosts the gateway's `rd` may name besides `PUBLIC_URL`'s: `app.example.com` exactly, `.example.com` for the domain and its subdomains",
+        default: AllowedRedirectHosts.none, defaultText: "none", parse: Parse.redirectHosts,
+        summary: { $0.allowedRedirectHosts.description })
+    static let metricsPort = Setting<Int>(
+        "METRICS_PORT", flag: "metrics-port", meaning: "serve `/metrics` on its own listener (same `HOST`) instead of `PORT`",
+        defaultText: "unset: on `PORT`", parse: Parse.port,
+        summary: { $0.metricsPort.map(String.init) ?? "(none: /metrics on PORT)" })
+    static let metricsToken = Setting<String>(
+        "METRICS_TOKEN", flag: "metrics-token", meaning: "bearer token `/metrics` requires (16+ characters)",
+        defaultText: "unset: open", secret: true, parse: Parse.metricsToken,
+        summary: { $0.metricsToken == nil ? "(none)" : "set" })
+    static let demo = Setting<Bool>(
+        "SIWA_DEMO", flag: "demo",
+        meaning: "`1` (or `siwa serve --demo`): demo mode even when `HOST` is not a loopback address",
+        default: false, defaultText: "unset", isSwitch: true, parse: Parse.onOff, summary: { _ in nil })
+
+    // MARK: The OpenID Provider (SPEC §11)
+    static let oidcClientsFile = Setting<String>(
+        "OIDC_CLIENTS_FILE", flag: "oidc-clients-file",
+        meaning: "JSON array of the OpenID Connect clients (below); set, siwa is also an OpenID Provider",
+        defaultText: "unset: no provider (demo mode: the demo client `siwa-demo-rp`)", parse: Parse.text,
+        summary: { $0.oidc.map { "\($0.clients.clients.count) client(s) from \($0.clientsSource)" } ?? "(none: OpenID provider off)" })
+    static let oidcSigningKeyPath = Setting<String>(
+        "OIDC_SIGNING_KEY_PATH", flag: "oidc-signing-key-path",
+        meaning: "RSA private key (PEM, ≥ 2048 bits) signing ID tokens; `PATH.previous`, when present, is published too",
+        defaultText: "required with `OIDC_CLIENTS_FILE`; demo mode: generated into `data/oidc-signing-key.pem`",
+        parse: Parse.text,
+        summary: { configuration in
+            configuration.oidc.map { "\($0.signingKeyPath) (kid \($0.signingKeys.current.kid)\($0.signingKeys.previous == nil ? "" : ", previous key published"))" } ?? "(none)"
+        })
+
+    /// Every setting, in README's order.
+    public static let all: [SettingRow] = [
+        teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
+        nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, appleTimeout.row,
+        emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
+        siteName.row, logLevel.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        maximumPendingAuthorizationsPerClient.row, trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
+        metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,
+    ]
+
+    /// The names of the secret settings (never printed).
+    static var secretNames: Set<String> { Set(all.filter(\.isSecret).map(\.name)) }
+
+    /// A duration in whole seconds when it is whole, as the summary prints it.
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, attoseconds) = duration.components
+        if attoseconds == 0 { return String(whole) }
+        return String(Double(whole) + Double(attoseconds) / 1e18)
+    }
+}

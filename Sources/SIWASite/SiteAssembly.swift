@@ -1,0 +1,76 @@
+import AppleSignIn
+import CurlHTTP
+import Foundation
+import Logging
+import SIWAStore
+import SIWAWeb
+
+/// What a caller puts in place of what the configuration names. Production, demo mode and the load test
+/// override nothing; a test gives its private database, its clock or its own templates.
+public struct SiteOverrides: Sendable {
+    /// An opened, migrated database (a test's private one) instead of opening `DATABASE_URL`.
+    public var database: SIWADatabase?
+    /// The client for calls to Apple instead of `appleHTTPClient(for:)`.
+    public var http: CurlHTTPClient?
+    /// The clock, in Unix seconds.
+    public var now: (@Sendable () -> Int64)?
+    /// A templates folder instead of the configuration's.
+    public var templatesDirectory: String?
+    /// The metrics registry (a test reads one instance's counters).
+    public var metrics: SIWAMetrics?
+
+    public init(database: SIWADatabase? = nil, http: CurlHTTPClient? = nil, now: (@Sendable () -> Int64)? = nil,
+                templatesDirectory: String? = nil, metrics: SIWAMetrics? = nil) {
+        self.database = database
+        self.http = http
+        self.now = now
+        self.templatesDirectory = templatesDirectory
+        self.metrics = metrics
+    }
+}
+
+/// The composition root: how the site is assembled from its configuration, for `siwa serve`, demo mode,
+/// the load test, team transfer and every test alike.
+public enum Site {
+    /// Opens what the configuration names (database and migrations, the HTTP client to Apple, templates),
+    /// builds the dependencies and re-seals tokens an older version stored. Run `buildApplication` with
+    /// them; it closes the database and the HTTP client on shutdown.
+    public static func makeDependencies(
+        configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides()
+    ) async throws -> SIWADependencies {
+        let database: SIWADatabase
+        if let given = overrides.database {
+            database = given
+        } else {
+            database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
+            try await database.migrate()
+        }
+        let http = overrides.http ?? appleHTTPClient(for: configuration)
+        let pages = try await PageRenderer(templatesDirectory: overrides.templatesDirectory ?? configuration.resources.templatesDirectory,
+                                           siteName: configuration.siteName)
+        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages,
+                                                metrics: overrides.metrics ?? SIWAMetrics(),
+                                                now: overrides.now ?? { Int64(Date().timeIntervalSince1970) })
+        // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
+        try await dependencies.resealLegacyTokens(logger: logger)
+        return dependencies
+    }
+
+    /// The libcurl client for Apple: `APPLE_TIMEOUT` on every call, and connections enough for the load.
+    public static func appleHTTPClient(for configuration: SIWAConfiguration) -> CurlHTTPClient {
+        var httpConfiguration = CurlHTTPClient.Configuration()
+        httpConfiguration.defaultTimeout = configuration.appleTimeout
+        // Every callback waits on one token call to Apple's single host: with 200 ms at Apple, N connections
+        // carry at most 5·N callbacks/s, so the client's default of 64 would cap sign-ins near 320/s.
+        httpConfiguration.maximumConnectionsPerHost = 1024
+        httpConfiguration.maximumTotalConnections = 1024
+        return CurlHTTPClient(configuration: httpConfiguration)
+    }
+
+    /// The resources folder of a command that reads no other setting (`siwa emulator`): `SIWA_RESOURCES_DIR`,
+    /// else where `ResourceLocator` finds it.
+    public static func resources(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SiteResources {
+        SiteResources(root: try SettingSources(environment: environment).value(SiteSettings.resourcesDirectory)
+            ?? ResourceLocator.defaultRoot())
+    }
+}
