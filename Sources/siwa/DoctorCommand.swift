@@ -1,10 +1,5 @@
-import AppleSignIn
 import ArgumentParser
-import CurlHTTP
 import Foundation
-import JOSE
-import Logging
-import SIWAStore
 import SIWASite
 import SIWAWeb
 
@@ -26,43 +21,15 @@ struct DoctorCommand: AsyncParsableCommand {
             print("  \(name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(value)")
         }
         for warning in configuration.warnings { print("WARN  \(warning)") }
-        var problems = 0
-
-        let secrets = try configuration.clientSecretProvider()
-        let secret = try await secrets.clientSecret(for: configuration.clientID)
-        print("ok    client secret signed (ES256, kid \(configuration.keyID), sub \(configuration.clientID))")
+        let (signed, secret, publicKeyPEM) = try await SiteDoctor.signTestClientSecret(configuration)
+        print(signed.line)
         print("client_secret: \(secret)")
         print("public_key_pem:")
-        print(try configuration.privateKey.publicKey.pem())
-
-        var logger = Logger(label: "siwa.doctor")
-        logger.logLevel = .error
-        do {
-            let database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
-            try await database.ping()
-            try await database.migrate()
-            try await database.close()
-            print("ok    database answers and is migrated (\(configuration.databaseURL.redactedDescription))")
-        } catch {
-            problems += 1
-            print("FAIL  database: \(error)")
-        }
-
-        if offline {
-            print("skip  Apple's keys (--offline)")
-        } else {
-            let http = Site.appleHTTPClient(for: configuration)
-            let keysURL = configuration.appleBaseURL + "/auth/keys"
-            do {
-                let response = try await http.execute(HTTPClientRequest(url: keysURL))
-                let keys = try response.decodeJSON(JWKSet.self)
-                print("ok    \(keysURL) answered \(response.status) with \(keys.keys.count) keys")
-            } catch {
-                problems += 1
-                print("FAIL  \(keysURL): \(error)\(configuration.isDemo ? " (in demo mode the emulator runs only with `siwa serve`)" : "")")
-            }
-            await http.shutdown()
-        }
+        print(publicKeyPEM)
+        var checks = [await SiteDoctor.checkDatabase(configuration)]
+        checks.append(offline ? SiteDoctor.Check(outcome: .skip, text: "Apple's keys (--offline)") : await SiteDoctor.checkAppleKeys(configuration))
+        for check in checks { print(check.line) }
+        let problems = checks.filter { $0.outcome == .fail }.count
         print(problems == 0 ? "all checks passed" : "\(problems) check(s) failed")
         if problems > 0 { throw ExitCode(1) }
     }
