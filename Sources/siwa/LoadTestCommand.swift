@@ -2,19 +2,23 @@ import AppleIDEmulator
 import ArgumentParser
 import CurlHTTP
 import Foundation
+import JOSE
 import Logging
 
-/// `siwa loadtest`: complete sign-in flows against the app and the emulator, both started in this
-/// process on loopback, with a chosen latency at Apple's token endpoint.
+/// `siwa loadtest`: complete sign-in flows against the app — a separate `siwa serve` process by default —
+/// and the emulator (in this process), with a chosen latency at Apple's token endpoint.
 struct LoadTestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loadtest",
-        abstract: "Drives complete sign-in flows against an in-process app and emulator and prints throughput, latency, errors and memory.",
+        abstract: "Drives complete sign-in flows against `siwa serve` and prints the server's CPU per sign-in, throughput, latency, errors and memory.",
         discussion: """
-        Each virtual browser signs one emulator person in again and again: GET /auth/apple, the emulator's \
-        approval (in-process, like a person clicking Continue), POST /auth/apple/callback, GET /account. \
-        The app, the emulator and the load generator share this process and its cores. Build with \
-        `-c release` for numbers worth quoting. The last line is `RESULT {json}`.
+        The app runs as its own `siwa serve` process (this binary, a production configuration pointed at the \
+        emulator, SQLite in a temporary DATA_DIR unless --database-url), so its CPU time and memory are read from \
+        /proc for it alone; the emulator and the load generator share this process. Each virtual browser signs one \
+        emulator person in again and again: GET /auth/apple, the emulator's approval (in-process, like a person \
+        clicking Continue), POST /auth/apple/callback, GET /account. The floor is the app's own JOSE code verifying \
+        the two RS256 id_tokens of one sign-in, timed in the same run. --in-process runs the app in this process \
+        instead. Build with `-c release` for numbers worth quoting. The last line is `RESULT {json}`.
         """
     )
 
@@ -25,6 +29,8 @@ struct LoadTestCommand: AsyncParsableCommand {
     @Option(help: "DATABASE_URL for the app (default: SQLite in a temporary DATA_DIR); use a scratch database")
     var databaseUrl: String?
     @Option(help: "Log level of the app and emulator") var logLevel = "warning"
+    @Flag(help: "Run the app in this process, beside the emulator and the load generator (the earlier mode)")
+    var inProcess = false
 
     func validate() throws {
         guard (1...10_000).contains(concurrency) else { throw ValidationError("--concurrency must be 1…10000") }
@@ -36,8 +42,14 @@ struct LoadTestCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = makeLogger(level: logLevel)
         let options = LoadOptions(concurrency: concurrency, latencyMs: latencyMs, duration: duration, warmup: warmup)
-        let report = try await LoadEnvironment.run(databaseURL: databaseUrl, logger: logger) { environment in
-            try await LoadRun(options: options, environment: environment).run()
+        let report: LoadReport
+        do {
+            report = try await LoadEnvironment.run(databaseURL: databaseUrl, inProcess: inProcess, logLevel: logLevel, logger: logger) { environment in
+                try await LoadRun(options: options, environment: environment).run()
+            }
+        } catch let error as LoadTestError {
+            printError("siwa loadtest: \(error)")
+            throw ExitCode(1)
         }
         report.printText()
         if report.errors > 0 { throw ExitCode(1) }
@@ -78,6 +90,7 @@ struct LoadRun: Sendable {
         let configuration = environment.configuration
         let appURL = environment.appURL
         let roundTrip = try await loopbackRoundTrip(http)
+        let floor = try await cryptoFloor(http)
         await environment.emulator.injectFault(
             EmulatorFault(kind: .latency, latencyMilliseconds: options.latencyMs), for: .token)
 
@@ -97,15 +110,16 @@ struct LoadRun: Sendable {
               + "token latency \(options.latencyMs) ms, warm-up \(options.warmup) s, measuring \(options.duration) s …")
 
         // Readings at the window's edges, taken beside the load.
-        let window = Task { () -> (cpu: Double, token: (sum: Double, count: Double)?) in
+        let server = environment.serverStats
+        let window = Task { () -> (serverCPU: Double, ownCPU: Double, token: (sum: Double, count: Double)?) in
             try? await Task.sleep(until: measureStart, clock: clock)
-            let cpuStart = ProcessStats.cpuSeconds()
+            let (serverStart, ownStart) = (server.cpuSeconds(), ProcessStats.current.cpuSeconds())
             let tokenStart = await tokenExchangeTotals(http, appURL: appURL)
             try? await Task.sleep(until: end, clock: clock)
-            let cpu = ProcessStats.cpuSeconds() - cpuStart
+            let (serverCPU, ownCPU) = (server.cpuSeconds() - serverStart, ProcessStats.current.cpuSeconds() - ownStart)
             let tokenEnd = await tokenExchangeTotals(http, appURL: appURL)
-            guard let tokenStart, let tokenEnd else { return (cpu, nil) }
-            return (cpu, (tokenEnd.sum - tokenStart.sum, tokenEnd.count - tokenStart.count))
+            guard let tokenStart, let tokenEnd else { return (serverCPU, ownCPU, nil) }
+            return (serverCPU, ownCPU, (tokenEnd.sum - tokenStart.sum, tokenEnd.count - tokenStart.count))
         }
 
         let tallies = await withTaskGroup(of: BrowserTally.self) { group in
@@ -127,8 +141,11 @@ struct LoadRun: Sendable {
         }
         let callbackLatency = LatencySummary(seconds: callbacks)
         let tokenMean = readings.token.flatMap { $0.count > 0 ? $0.sum / $0.count * 1000 : nil }
-        let memory = ProcessStats.memoryMegabytes()
+        let serverMemory = server.memoryMegabytes()
+        let ownMemory = ProcessStats.current.memoryMegabytes()
+        let cpuPerSignIn = flows.isEmpty ? 0 : readings.serverCPU / Double(flows.count) * 1_000_000
         return LoadReport(
+            server: environment.server == nil ? "in-process" : "process",
             concurrency: options.concurrency, tokenLatencyMilliseconds: options.latencyMs,
             durationSeconds: options.duration, warmupSeconds: options.warmup,
             database: configuration.databaseURL.redactedDescription,
@@ -140,9 +157,32 @@ struct LoadRun: Sendable {
             callbackBeyondExchangeMilliseconds: tokenMean.map { callbackLatency.mean - $0 },
             loopbackRoundTripMilliseconds: roundTrip,
             errors: errorsByKind.values.reduce(0, +), errorsByKind: errorsByKind, warmupErrors: warmupErrors,
-            processCPUCores: readings.cpu / options.duration, cores: ProcessInfo.processInfo.activeProcessorCount,
-            peakRSSMegabytes: memory.peak, rssAtEndMegabytes: memory.current,
+            serverCPUMicrosecondsPerSignIn: cpuPerSignIn,
+            floorMicrosecondsPerSignIn: floor,
+            ratioToFloor: floor > 0 ? cpuPerSignIn / floor : 0,
+            serverCPUCores: readings.serverCPU / options.duration,
+            loadGeneratorCPUCores: environment.server == nil ? nil : readings.ownCPU / options.duration,
+            cores: ProcessInfo.processInfo.activeProcessorCount,
+            serverPeakRSSMegabytes: serverMemory.peak, serverRSSAtEndMegabytes: serverMemory.current,
+            loadGeneratorPeakRSSMegabytes: environment.server == nil ? nil : ownMemory.peak,
             loadAverage: ProcessStats.loadAverage())
+    }
+
+    /// The floor of one sign-in on this machine, now: the app's JOSE code verifying two id_tokens as the
+    /// emulator signs them, with the key the emulator publishes (fetched like the app fetches it).
+    private func cryptoFloor(_ http: CurlHTTPClient) async throws -> Double {
+        let configuration = environment.configuration
+        let person = await environment.emulator.createPerson(givenName: "Floor", familyName: "Probe", email: "floor@example.com")
+        let fields = try await environment.emulator.approve(ApprovalRequest(
+            clientID: configuration.clientID, redirectURI: configuration.redirectURI, state: "floor-probe",
+            nonce: "floor-probe", personID: person.id))
+        let keysResponse = try await http.execute(HTTPClientRequest(url: configuration.appleBaseURL + "/auth/keys"))
+        guard let idToken = fields.idToken, keysResponse.status == 200,
+              let keys = try? JSONDecoder().decode(JWKSet.self, from: Data(keysResponse.body)),
+              let kid = try? CompactJWS(compact: idToken).header.kid,
+              let jwk = keys.keys.first(where: { $0.kid == kid })
+        else { throw LoadTestError("could not get an id_token and its key from the emulator to time the floor") }
+        return try CryptoFloor.twoVerificationsMicroseconds(idToken: idToken, key: RSAPublicKey(jwk: jwk))
     }
 
     /// p50 of 200 sequential GETs of a small static file: one HTTP round trip over loopback, no database.

@@ -1,37 +1,70 @@
 import AppleIDEmulator
+import CurlHTTP
 import Foundation
+import JOSE
 import Logging
+import ServiceLifecycle
 import SIWASite
 import SIWAWeb
 
-/// The app and the Apple ID emulator started in this process on loopback, configured like demo mode
-/// (a temporary DATA_DIR, generated keys, the rate limit off), as `siwa serve` builds them.
+/// The app and the Apple ID emulator on loopback for one load run. By default the app is a separate
+/// `siwa serve` process (its CPU and memory are then its own) and the emulator runs in this process beside
+/// the load generator; `inProcess` runs the app here too, built with the same `Site.makeDependencies`.
 struct LoadEnvironment: Sendable {
     let configuration: SIWAConfiguration
     let emulator: AppleIDEmulatorState
     let dataDirectory: String
+    /// The server's own process, or nil when it runs in this one.
+    let server: ServerProcess?
 
     var appURL: String { configuration.publicURL }
+    /// Where the server's CPU time and memory are read.
+    var serverStats: ProcessStats { server.map { ProcessStats(pid: $0.pid) } ?? .current }
 
     /// Starts both servers, runs `body`, and stops them again (also when `body` throws).
     static func run<T: Sendable>(
-        databaseURL: String?, logger: Logger, _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
+        databaseURL: String?, inProcess: Bool, logLevel: String, logger: Logger,
+        _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
         let dataDirectory = NSTemporaryDirectory() + "siwa-loadtest-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         let (appPort, emulatorPort) = try await SiteWithEmulator.freePorts()
-        var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "EMULATOR_PORT": String(emulatorPort),
+        // Like the chaos stacks: the load comes from one address, so no per-client limits.
+        var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "HOST": "127.0.0.1",
                       "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0", "APPLE_TIMEOUT": "10",
-                      "DATABASE_URL": "sqlite:\(dataDirectory)/siwa.sqlite"]
-        if let databaseURL { values["DATABASE_URL"] = databaseURL }
+                      "DATABASE_URL": databaseURL ?? "sqlite:\(dataDirectory)/siwa.sqlite", "LOG_LEVEL": logLevel]
+        if inProcess {
+            // Demo mode's generated keys; the emulator is started below on EMULATOR_PORT.
+            values["EMULATOR_PORT"] = String(emulatorPort)
+            return try await runInProcess(values: values, emulatorPort: emulatorPort, dataDirectory: dataDirectory,
+                                          logger: logger, body)
+        }
+        // A production configuration pointed at the emulator, as `scripts/chaos` runs it.
+        let keyPath = dataDirectory + "/loadtest-apple-key.p8"
+        try Data(try P256PrivateKey.generate().pkcs8PEM().utf8).write(to: URL(fileURLWithPath: keyPath))
+        values.merge([
+            "APPLE_TEAM_ID": "LOADTEST01", "APPLE_KEY_ID": "LOADKEY001", "APPLE_CLIENT_ID": "dev.siwa.loadtest.web",
+            "APPLE_PRIVATE_KEY_PATH": keyPath, "APPLE_BASE_URL": "http://127.0.0.1:\(emulatorPort)",
+            "PUBLIC_URL": "http://localhost:\(appPort)",
+            // Apple requires https redirect URIs; the emulator is told to accept this one (allowInsecureRedirectURIs).
+            "APPLE_REDIRECT_URI": "https://localhost:\(appPort)/auth/apple/callback",
+            "TOKEN_ENCRYPTION_KEY": Base64.encode(AESGCMKey.generate().bytes),
+        ]) { $1 }
+        return try await runWithServerProcess(values: values, emulatorPort: emulatorPort, dataDirectory: dataDirectory,
+                                              logger: logger, body)
+    }
+
+    private static func runInProcess<T: Sendable>(
+        values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
+        _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
+    ) async throws -> T {
         let configuration = try SIWAConfiguration.load(from: values)
         // The same dependencies `siwa serve` builds: pools, HTTP client and templates as in production.
         let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger)
-
         let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
         let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
-
-        let environment = LoadEnvironment(configuration: configuration, emulator: emulator, dataDirectory: dataDirectory)
+        let environment = LoadEnvironment(configuration: configuration, emulator: emulator, dataDirectory: dataDirectory, server: nil)
         let result: Result<T, any Error>
         do {
             result = .success(try await SiteWithEmulator.run(
@@ -42,5 +75,64 @@ struct LoadEnvironment: Sendable {
         }
         await emulator.shutdown()
         return try result.get()
+    }
+
+    private static func runWithServerProcess<T: Sendable>(
+        values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
+        _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
+    ) async throws -> T {
+        let configuration = try SIWAConfiguration.load(from: values)
+        // No notifications: the load never triggers one, and the emulator would otherwise post to the app.
+        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
+        let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
+        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
+        let emulatorApp = try await buildEmulatorApplication(
+            configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort, logger: logger,
+            onServerRunning: { _ in startedContinuation.yield() })
+        let group = ServiceGroup(services: [emulatorApp], gracefulShutdownSignals: [], logger: logger)
+        let running = Task { try await group.run() }
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+
+        // The server sees only its settings (and where to find templates/ and Public/), never this process's
+        // environment: a DATABASE_URL exported in the shell must not point the load at a real database.
+        var serverEnvironment = values
+        serverEnvironment["SIWA_RESOURCES_DIR"] = configuration.resources.root
+        for name in ["PATH", "HOME", "TMPDIR", "LANG"] {
+            if let value = ProcessInfo.processInfo.environment[name] { serverEnvironment[name] = value }
+        }
+        let result: Result<T, any Error>
+        var server: ServerProcess?
+        do {
+            let process = try ServerProcess.startServe(environment: serverEnvironment, logPath: dataDirectory + "/server.log")
+            server = process
+            try await waitUntilHealthy(process, url: configuration.publicURL + "/healthz")
+            let environment = LoadEnvironment(configuration: configuration, emulator: emulator, dataDirectory: dataDirectory, server: process)
+            result = .success(try await body(environment))
+        } catch {
+            result = .failure(error)
+        }
+        await server?.stop()
+        await group.triggerGracefulShutdown()
+        _ = try? await running.value
+        await emulator.shutdown()
+        return try result.get()
+    }
+
+    /// Polls `/healthz` until it answers 200 (the server has migrated and listens), for at most a minute.
+    private static func waitUntilHealthy(_ server: ServerProcess, url: String) async throws {
+        let http = CurlHTTPClient()
+        defer { Task { await http.shutdown() } }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+        while ContinuousClock.now < deadline {
+            guard server.isRunning else {
+                throw LoadTestError("`siwa serve` exited before it was healthy; its log ends:\n\(server.logTail())")
+            }
+            if let response = try? await http.execute(HTTPClientRequest(url: url, timeout: .seconds(2))), response.status == 200 {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw LoadTestError("`siwa serve` did not answer \(url) with 200 within 60 s; its log ends:\n\(server.logTail())")
     }
 }

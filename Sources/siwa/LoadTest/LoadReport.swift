@@ -31,6 +31,8 @@ struct LatencySummary: Codable, Sendable {
 
 /// Everything one run measured; printed as text and as the `RESULT {json}` line.
 struct LoadReport: Codable, Sendable {
+    /// `process`: the app ran as its own `siwa serve`; `in-process`: beside the emulator and the load generator.
+    var server: String
     var concurrency: Int
     var tokenLatencyMilliseconds: Int
     var durationSeconds: Double
@@ -51,12 +53,23 @@ struct LoadReport: Codable, Sendable {
     var errors: Int
     var errorsByKind: [String: Int]
     var warmupErrors: Int
-    /// CPU seconds the whole process used per second of the window (app, emulator and load generator).
-    var processCPUCores: Double
+    /// The server's CPU time (user + system, all threads) in the window divided by the sign-ins completed
+    /// in it, in microseconds. In-process, the emulator's and the load generator's CPU is counted too.
+    var serverCPUMicrosecondsPerSignIn: Double
+    /// Two RS256 id_token verifications by the app's JOSE code, timed in this run (CPU microseconds).
+    var floorMicrosecondsPerSignIn: Double
+    /// `serverCPUMicrosecondsPerSignIn / floorMicrosecondsPerSignIn`.
+    var ratioToFloor: Double
+    /// The server's CPU seconds per second of the window.
+    var serverCPUCores: Double
+    /// This process's (emulator and load generator) CPU seconds per second; nil in-process.
+    var loadGeneratorCPUCores: Double?
     var cores: Int
-    /// Peak resident memory of the process (VmHWM), in MB: app, emulator and load generator together.
-    var peakRSSMegabytes: Double
-    var rssAtEndMegabytes: Double
+    /// Peak resident memory (VmHWM) of the server's process, in MB; in-process it includes everything.
+    var serverPeakRSSMegabytes: Double
+    var serverRSSAtEndMegabytes: Double
+    /// This process's peak RSS; nil in-process.
+    var loadGeneratorPeakRSSMegabytes: Double?
     /// The machine's 1-minute load average at the end (/proc/loadavg): other processes compete for the cores.
     var loadAverage: Double
 
@@ -68,7 +81,7 @@ struct LoadReport: Codable, Sendable {
         let beyond = callbackBeyondExchangeMilliseconds.map { fmt($0) } ?? "n/a"
         print("""
 
-        siwa loadtest — \(concurrency) virtual browsers, token endpoint latency \(tokenLatencyMilliseconds) ms, \
+        siwa loadtest — server \(server), \(concurrency) virtual browsers, token endpoint latency \(tokenLatencyMilliseconds) ms, \
         \(fmt(durationSeconds)) s measured after \(fmt(warmupSeconds)) s warm-up, database \(database)
           flows completed       \(flows)   (\(fmt(flowsPerSecond)) flows/s)
           callbacks completed   \(callbacks)   (\(fmt(callbacksPerSecond)) callbacks/s)
@@ -77,10 +90,14 @@ struct LoadReport: Codable, Sendable {
           token exchange ms     \(tokenMean) mean as the app timed it; the callback adds \(beyond) ms around it \
         (one loopback round trip: \(fmt(loopbackRoundTripMilliseconds)) ms)
           errors                \(errorLine)
-          CPU                   \(fmt(processCPUCores)) of \(cores) cores busy (this process: app, emulator and load generator); \
+          server CPU            \(fmt(serverCPUMicrosecondsPerSignIn)) µs per sign-in (\(fmt(serverCPUCores)) of \(cores) cores)\
+        \(server == "process" ? "" : " (\(inProcessNote))")
+          floor                 \(fmt(floorMicrosecondsPerSignIn)) µs per sign-in (two RS256 id_token verifications by JOSE, \
+        timed in this run); server CPU is \(fmt(ratioToFloor)) × the floor
+          load generator        \(loadGeneratorCPUCores.map { "\(fmt($0)) cores (emulator and browsers, this process)" } ?? "in the server's process"); \
         machine load average \(fmt(loadAverage))
-          peak RSS              \(fmt(peakRSSMegabytes)) MB (VmHWM of this process: the server runs in-process, so this \
-        includes the emulator and the load generator); \(fmt(rssAtEndMegabytes)) MB at the end
+          server peak RSS       \(fmt(serverPeakRSSMegabytes)) MB (VmHWM of the server's process\(server == "process" ? "" : ", \(inProcessNote)")); \
+        \(fmt(serverRSSAtEndMegabytes)) MB at the end
         """)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -88,34 +105,7 @@ struct LoadReport: Codable, Sendable {
         print("RESULT \(json)")
     }
 
+    private var inProcessNote: String { "in-process: includes the emulator and the load generator" }
+
     private func fmt(_ value: Double) -> String { String(format: "%.1f", value) }
-}
-
-/// Readings of this process from /proc (Linux).
-enum ProcessStats {
-    /// Peak and current resident set size in MB, from /proc/self/status (VmHWM, VmRSS).
-    static func memoryMegabytes() -> (peak: Double, current: Double) {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
-        func kilobytes(_ field: String) -> Double {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
-            return Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
-        }
-        return (kilobytes("VmHWM") / 1024, kilobytes("VmRSS") / 1024)
-    }
-
-    /// The 1-minute load average of the machine.
-    static func loadAverage() -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return 0 }
-        return Double(text.split(separator: " ").first ?? "") ?? 0
-    }
-
-    /// User + system CPU seconds used so far, from /proc/self/stat (fields 14 and 15, in clock ticks).
-    static func cpuSeconds() -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
-        // After the command name in parentheses: field 3 is at offset 0, so utime (14) is at 11.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
 }
