@@ -24,7 +24,6 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
-        .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
         .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -32,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     ],
     targets: [
         // MARK: C libraries (system packages: the user's choice of libcurl and OpenSSL)
@@ -39,6 +39,11 @@ let package = Package(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite3",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
         ),
         .systemLibrary(
             name: "COpenSSL",
@@ -49,6 +54,8 @@ let package = Package(
         // MARK: Thin safe wrappers — the only Swift code touching C pointers
         .target(name: "JOSE", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: swiftSettings),
+        // Synchronous SQLite, statements prepared once per connection (SIWAStore runs it inline).
+        .target(name: "SQLiteDirect", dependencies: ["CSQLite3"], swiftSettings: swiftSettings),
 
         // MARK: Product layers
         .target(
@@ -62,9 +69,11 @@ let package = Package(
         .target(
             name: "SIWAStore",
             dependencies: [
+                "SQLiteDirect",
                 .product(name: "SQLKit", package: "sql-kit"),
-                .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -110,6 +119,8 @@ let package = Package(
             dependencies: [
                 "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -153,6 +164,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore"], swiftSettings: swiftSettings),
+        .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [

@@ -1,7 +1,9 @@
 import Foundation
 import Logging
 import PostgresKit
-import SQLiteKit
+import NIOCore
+import SQLiteDirect
+import SQLKit
 import Synchronization
 
 /// The service's database: owns the connection pool (SQLite or PostgreSQL) and offers one method per use case.
@@ -31,9 +33,8 @@ public final class SIWADatabase: Sendable {
     /// its statements, but each statement is a round trip during which the connection idles; with two per
     /// core, 512 concurrent sign-ins on 2 cores queued for connections while the CPU was not busy.
     public static var defaultPostgresPoolSize: Int { max(8, 4 * ProcessInfo.processInfo.activeProcessorCount) }
-    /// SQLite readers: they run beside the single writer (WAL). Writes use a connection of their own per event
-    /// loop, taken by the holder of the write gate. Eight readers: with four, `siwa loadtest` at 512 browsers
-    /// measured ~255 sign-ins/s, with eight ~300 (then 418 once writers stopped queueing behind readers).
+    /// SQLite readers open at most at once: they run beside the single writer (WAL), each statement on the
+    /// caller's thread, so more readers than threads running tasks are rarely in use at the same time.
     public static let defaultSQLitePoolSize = 8
 
     /// Opens a pool for `url`. For SQLite the file (and its folder) is created; for PostgreSQL nothing is
@@ -225,15 +226,9 @@ public final class SIWADatabase: Sendable {
             }
         }
         if let error = error as? SQLiteError {
-            switch error.reason {
-            case .constraint, .constraintUniqueFailed, .constraintPrimaryKeyFailed:
-                return StoreError.conflict(error.message)
-            case .busy, .busyTimeout, .busyInRecovery, .busyInSnapshot, .locked, .cantOpen, .cantOpenDirectory,
-                 .cantOpenInvalidPath, .ioError, .full, .readOnly, .notADatabase:
-                return StoreError.unavailable(error.message)
-            default:
-                return error
-            }
+            if error.isConstraint { return StoreError.conflict(error.message) }
+            if error.isUnavailable { return StoreError.unavailable(error.message) }
+            return error
         }
         if error is ConnectionPoolError || error is ConnectionPoolTimeoutError
             || error is NIOConnectionError || error is ChannelError || error is IOError

@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+import NIOPosix
+import SQLiteDirect
+import Synchronization
+
+/// The SQLite connections of one database file: one writer, used only by the holder of SIWADatabase's
+/// `WriteGate`, and readers handed out one user at a time (WAL lets them read beside the writer).
+/// Statements run on the caller's thread (see ``SQLiteSession``); a background task copies the WAL into
+/// the database file, so no commit ever waits for that checkpoint's fsync.
+final class SQLitePool: Sendable {
+    let path: String
+    let logger: Logger
+    private let writer: SQLiteConnection
+    private let readers: Mutex<Readers>
+    private let maximumReaders: Int
+    private let checkpointing: Mutex<Task<Void, Never>?>
+
+    private struct Readers {
+        var idle: [SQLiteConnection] = []
+        var open = 0
+        var waiters: [CheckedContinuation<SQLiteConnection, any Error>] = []
+        var closed = false
+    }
+
+    /// Opens the writer (which switches the file to WAL, once for good) and starts the checkpointer.
+    /// `maximumReaders` bounds the connections open for reading at once; more readers wait their turn.
+    init(path: String, maximumReaders: Int, logger: Logger) throws {
+        self.path = path
+        self.logger = logger
+        self.maximumReaders = max(1, maximumReaders)
+        writer = try Self.connect(path)
+        // WAL is a property of the file: every later connection (and process) uses it.
+        try writer.executeScript("PRAGMA journal_mode = WAL")
+        readers = Mutex(Readers())
+        checkpointing = Mutex(nil)
+        startCheckpointing()
+    }
+
+    /// A connection set up as siwa needs it: foreign keys on; `synchronous = NORMAL` (in WAL a commit no
+    /// longer waits for an fsync, only checkpoints do: every commit stays atomic and survives a crash of
+    /// the process; a power loss may undo the last commits, never corrupt the file); no automatic
+    /// checkpoint (the pool's task runs them); no waiting in SQLite for locks (see ``SQLiteSession``).
+    private static func connect(_ path: String) throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path)
+        connection.setBusyTimeout(milliseconds: 0)
+        try connection.executeScript("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;")
+        return connection
+    }
+
+    /// Runs `body` with the writer. Only the holder of the write gate may call this.
+    func withWriter<R>(_ body: (SQLiteSession) async throws -> R) async throws -> R {
+        try await body(SQLiteSession(connection: writer, logger: logger))
+    }
+
+    /// Runs `body` with a reader of its own.
+    func withReader<R>(_ body: (SQLiteSession) async throws -> R) async throws -> R {
+        let connection = try await checkOut()
+        defer { checkIn(connection) }
+        return try await body(SQLiteSession(connection: connection, logger: logger))
+    }
+
+    private enum Take {
+        case use(SQLiteConnection)
+        case open
+        case wait
+        case closed
+    }
+
+    private func checkOut() async throws -> SQLiteConnection {
+        let take = readers.withLock { state -> Take in
+            if state.closed { return .closed }
+            if let idle = state.idle.popLast() { return .use(idle) }
+            if state.open < maximumReaders {
+                state.open += 1
+                return .open
+            }
+            return .wait
+        }
+        switch take {
+        case .use(let connection):
+            return connection
+        case .closed:
+            throw StoreError.unavailable("the database pool is closed")
+        case .open:
+            do {
+                return try Self.connect(path)
+            } catch {
+                readers.withLock { $0.open -= 1 }
+                throw error
+            }
+        case .wait:
+            return try await withCheckedThrowingContinuation { continuation in
+                let ready = readers.withLock { state -> Result<SQLiteConnection, any Error>? in
+                    if state.closed { return .failure(StoreError.unavailable("the database pool is closed")) }
+                    if let idle = state.idle.popLast() { return .success(idle) }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        }
+    }
+
+    private func checkIn(_ connection: SQLiteConnection) {
+        let waiter = readers.withLock { state -> CheckedContinuation<SQLiteConnection, any Error>? in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            if state.closed {
+                state.open -= 1
+                connection.close()
+            } else {
+                state.idle.append(connection)
+            }
+            return nil
+        }
+        waiter?.resume(returning: connection)
+    }
+
+    // MARK: - Checkpoints
+
+    /// How often the WAL is copied back into the database file (and then reused from its start).
+    static let checkpointInterval: Duration = .milliseconds(500)
+
+    private func startCheckpointing() {
+        let path = path
+        let logger = logger
+        let task = Task.detached {
+            // Its own connection, and its own thread for the copy and its fsync.
+            let thread = NIOThreadPool(numberOfThreads: 1)
+            thread.start()
+            guard let connection = try? Self.connect(path) else {
+                logger.error("SQLite checkpointer could not open \(path); the WAL grows until the next start")
+                try? await thread.shutdownGracefully()
+                return
+            }
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.checkpointInterval)
+                do {
+                    try await thread.runIfActive { try connection.checkpointPassive() }
+                } catch let error as SQLiteError where error.isBusy {
+                    // Another process is checkpointing: nothing to do this time.
+                } catch {
+                    logger.warning("SQLite checkpoint failed", metadata: ["error": "\(error)"])
+                }
+            }
+            // A last copy, so a clean shutdown leaves a small WAL.
+            try? await thread.runIfActive { try connection.checkpointPassive() }
+            connection.close()
+            try? await thread.shutdownGracefully()
+        }
+        checkpointing.withLock { $0 = task }
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops the checkpointer and closes every connection; waiting readers fail with `unavailable`.
+    func shutdown() async {
+        if let task = checkpointing.withLock({ $0 }) {
+            task.cancel()
+            await task.value
+        }
+        let (idle, waiters) = readers.withLock { state in
+            state.closed = true
+            defer {
+                state.open -= state.idle.count
+                state.idle = []
+                state.waiters = []
+            }
+            return (state.idle, state.waiters)
+        }
+        for connection in idle { connection.close() }
+        for waiter in waiters { waiter.resume(throwing: StoreError.unavailable("the database pool is closed")) }
+        writer.close()
+    }
+}
