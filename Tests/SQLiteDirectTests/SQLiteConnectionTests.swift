@@ -48,9 +48,12 @@ struct SQLiteConnectionTests {
             _ = try connection.query(insert, [.text("k100"), .integer(100)])
             // Binds cleared: a statement run with fewer binds sees NULL, not the previous value.
             let select = "SELECT ?1 AS a"
-            #expect(try connection.query(select, [.integer(5)]).rows == [[.integer(5)]])
-            #expect(try connection.query(select).rows == [[.null]])
-            #expect(try connection.query("SELECT count(*) AS c, sum(v) AS s FROM t").rows == [[.integer(101), .integer(5050)]])
+            let bound = try connection.query(select, [.integer(5)]).rows
+            let unbound = try connection.query(select).rows
+            let totals = try connection.query("SELECT count(*) AS c, sum(v) AS s FROM t").rows
+            #expect(bound == [[.integer(5)]])
+            #expect(unbound == [[.null]])
+            #expect(totals == [[.integer(101), .integer(5050)]])
         }
     }
 
@@ -58,7 +61,8 @@ struct SQLiteConnectionTests {
     func cacheOverflow() throws {
         try Self.withConnection { connection, _ in
             for index in 0..<(SQLiteConnection.statementCacheLimit * 2 + 3) {
-                #expect(try connection.query("SELECT \(index) AS n").rows == [[.integer(Int64(index))]])
+                let rows = try connection.query("SELECT \(index) AS n").rows
+                #expect(rows == [[.integer(Int64(index))]])
             }
         }
     }
@@ -91,11 +95,13 @@ struct SQLiteConnectionTests {
             #expect(error?.isUnavailable == true)
             #expect(ContinuousClock.now - started < .milliseconds(500))
             // Readers are not blocked by the writer in WAL mode.
-            #expect(try second.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
+            let beside = try second.query("SELECT count(*) FROM t").rows
+            #expect(beside == [[.integer(0)]])
             try first.executeScript("COMMIT")
             try second.executeScript("BEGIN IMMEDIATE; INSERT INTO t VALUES (1); COMMIT")
             try second.checkpointPassive()
-            #expect(try first.query("SELECT v FROM t").rows == [[.integer(1)]])
+            let after = try first.query("SELECT v FROM t").rows
+            #expect(after == [[.integer(1)]])
         }
     }
 

@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import JOSE
 
 /// Calls to Apple's REST API over libcurl: token (code, refresh, client credentials), revoke,
 /// and user migration. `baseURL` is `APPLE_BASE_URL` (the emulator's origin in staging and demo).
@@ -137,6 +138,9 @@ public struct AppleAPIClient: Sendable {
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws -> T {
+        if let fast = type as? any FlatJSONDecodable.Type, let value = fast.init(flatJSON: body) as? T {
+            return value
+        }
         do {
             return try JSONDecoder().decode(type, from: Data(body))
         } catch {

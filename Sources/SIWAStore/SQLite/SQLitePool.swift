@@ -133,18 +133,18 @@ final class SQLitePool: Sendable {
                 try? await thread.shutdownGracefully()
                 return
             }
+            let loop = MultiThreadedEventLoopGroup.singleton.any()
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.checkpointInterval)
                 do {
-                    try await thread.runIfActive { try connection.checkpointPassive() }
+                    // The future form: a cancelled task still lets a started checkpoint finish.
+                    try await thread.runIfActive(eventLoop: loop) { try connection.checkpointPassive() }.get()
                 } catch let error as SQLiteError where error.isBusy {
                     // Another process is checkpointing: nothing to do this time.
                 } catch {
                     logger.warning("SQLite checkpoint failed", metadata: ["error": "\(error)"])
                 }
             }
-            // A last copy, so a clean shutdown leaves a small WAL.
-            try? await thread.runIfActive { try connection.checkpointPassive() }
             connection.close()
             try? await thread.shutdownGracefully()
         }

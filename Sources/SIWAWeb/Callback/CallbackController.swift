@@ -6,27 +6,42 @@ import Logging
 import SIWAStore
 
 /// The fields of Apple's `form_post` to the redirect URI.
-struct CallbackForm: Decodable, Sendable {
+struct CallbackForm: FormDecodable {
     var code: String?
     var id_token: String?
     var state: String?
     var user: String?
     var error: String?
+
+    init(form: [String: String]) {
+        (code, id_token, state, user, error) = (form["code"], form["id_token"], form["state"], form["user"], form["error"])
+    }
 }
 
 /// The fields of the name form (PROFILE_FALLBACK=ask).
-struct ProfileForm: Decodable, Sendable {
+struct ProfileForm: FormDecodable {
     var csrf: String?
     var givenName: String?
     var familyName: String?
+
+    init(form: [String: String]) {
+        (csrf, givenName, familyName) = (form["csrf"], form["givenName"], form["familyName"])
+    }
 }
 
-/// Reads a small `application/x-www-form-urlencoded` body with Hummingbird's decoder.
+/// A form read field by field; a field absent from the body is nil.
+protocol FormDecodable: Sendable {
+    init(form: [String: String])
+}
+
+/// Reads a small `application/x-www-form-urlencoded` body.
 enum FormBody {
     /// Apple's callback is a few KiB at most; SPEC §4.1 caps it at 64 KiB.
     static let limit = 64 * 1024
 
-    static func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
+    /// 415 unless the body is a form; 413 past `limit`; 400 when an escape is malformed, a value is not
+    /// UTF-8, or a field comes twice (which of two `state`s would be the real one?).
+    static func decode<T: FormDecodable>(_ type: T.Type, from request: Request) async throws -> T {
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
             throw WebError(.unsupportedMediaType, kind: "unsupported_media_type", title: "That request could not be used",
@@ -34,12 +49,16 @@ enum FormBody {
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        let body = String(buffer: buffer)
-        do {
-            return try URLEncodedFormDecoder().decode(T.self, from: body)
-        } catch {
+        guard let pairs = FormPairs.parse(String(buffer: buffer)) else {
             throw WebError.badRequest("malformed_form", "The form data could not be read.")
         }
+        var fields: [String: String] = [:]
+        for (name, value) in pairs {
+            guard fields.updateValue(value, forKey: name) == nil else {
+                throw WebError.badRequest("malformed_form", "The form data could not be read.")
+            }
+        }
+        return T(form: fields)
     }
 }
 
