@@ -1,6 +1,7 @@
 import AppleSignIn
 import CurlHTTP
 import Foundation
+import JOSE
 import Logging
 import SIWAStore
 import SIWAWeb
@@ -12,6 +13,11 @@ public enum SiteDoctor {
         public enum Outcome: String, Sendable { case ok, fail, skip }
         public let outcome: Outcome
         public let text: String
+
+        public init(outcome: Outcome, text: String) {
+            self.outcome = outcome
+            self.text = text
+        }
 
         /// `ok    text`, `FAIL  text`, `skip  text`.
         public var line: String {
