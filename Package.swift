@@ -118,11 +118,12 @@ let package = Package(
         ),
 
         // MARK: Tests (one per target, plus end to end)
-        // Shared by the web and end-to-end suites: databases per backend, a cookie jar.
+        // Shared by the test suites: the one loopback Apple (it signs id_tokens with JOSE, never with
+        // AppleSignIn's code), the one private database per test, loopback servers, a cookie jar.
         .target(
             name: "SIWATestSupport",
             dependencies: [
-                "SIWAStore",
+                "SIWAStore", "JOSE",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -152,7 +153,7 @@ let package = Package(
             dependencies: ["SIWASite", "SIWAWeb", "SIWAStore", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore"], swiftSettings: swiftSettings),
+        .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [

@@ -1,6 +1,7 @@
 import AppleSignIn
 import Foundation
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Identity token verifier")
@@ -10,8 +11,8 @@ struct IdentityTokenVerifierTests {
 
     /// Runs `body` with a verifier whose keys come from a loopback stand-in publishing kid-A.
     func withVerifier(_ body: @Sendable (IdentityTokenVerifier, JWKSCache) async throws -> Void) async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, now: { Self.now })
+        try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, now: { Self.now })
             try await body(IdentityTokenVerifier(keys: keys, now: { Self.now }), keys)
         }
     }

@@ -1,6 +1,7 @@
 import AppleSignIn
 import Foundation
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Server-to-server notifications")
@@ -8,8 +9,8 @@ struct NotificationVerifierTests {
     static let now: Int64 = 1_800_000_000
 
     func withVerifier(_ body: @Sendable (NotificationVerifier) async throws -> Void) async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, now: { Self.now })
+        try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, now: { Self.now })
             try await body(NotificationVerifier(keys: keys, now: { Self.now }))
         }
     }

@@ -9,7 +9,6 @@ import SIWASite
 import SIWATestSupport
 @testable import SIWAWeb
 
-@testable import siwa
 import Testing
 
 /// Two app instances on one PostgreSQL database and schema, as behind a load balancer: both have the
@@ -109,91 +108,91 @@ final class CountingRevokeEndpoint: Sendable {
     }
 }
 
+/// PostgreSQL only: SQLite is one file for one host, not a database shared by instances.
 @Suite("Two app instances sharing PostgreSQL")
 struct TwoInstancesTests {
-    /// PostgreSQL only: SQLite is one file for one host, not a database shared by instances.
-    static func postgres() throws -> (url: DatabaseURL, schema: String?)? { try TestDatabase.postgres.location() }
-
     @Test("a sign-in started on one instance completes on the other, both ways; its state is then spent on both")
     func flowAcrossInstances() async throws {
-        guard let location = try Self.postgres() else { return }
-        let emulatorBox = EmulatorBox()
-        try await TwoInstances.run(location: location, apple: { configuration, port, onRunning in
-            let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
-            let state = try AppleIDEmulatorState(configuration: emulatorConfiguration)
-            emulatorBox.set(state)
-            return try await buildEmulatorApplication(configuration: emulatorConfiguration, state: state, host: "127.0.0.1",
-                                                      port: port, logger: TestDatabase.quietLogger, onServerRunning: { _ in onRunning() })
-        }) { instances in
-            let emulator = try #require(emulatorBox.value)
-            for (first, second, person) in [(0, 1, "p1"), (1, 0, "p2")] {
-                // setup: one browser; the load balancer sends its first request to one instance, the next to the other
-                let browser = WebClient(http: instances.http)
-                let start = try await browser.get(instances.urls[first] + "/auth/apple")
-                #expect(start.status == 303)
-                let items = URLComponents(string: try #require(start.header("Location")))?.queryItems ?? []
-                let state = try #require(items.first { $0.name == "state" }?.value)
-                let nonce = try #require(items.first { $0.name == "nonce" }?.value)
-                let fields = try await emulator.approve(ApprovalRequest(
-                    clientID: instances.configuration.clientID, redirectURI: instances.configuration.redirectURI,
-                    state: state, nonce: nonce, personID: person))
-                // MUT: the callback arrives at the other instance
-                let callback = try await browser.postForm(instances.urls[second] + "/auth/apple/callback", fields.formFields)
-                // validate: signed in; the session is honoured by both instances
-                #expect(callback.status == 303, "\(callback.text)")
-                #expect(callback.header("Location") == "/account")
-                for url in instances.urls {
-                    let account = try await browser.get(url + "/account")
-                    #expect(account.status == 200 && account.page == "account", "\(url)")
+        try await withDatabase(.postgres) { test in
+            let emulatorBox = EmulatorBox()
+            try await TwoInstances.run(location: (test.url, test.schema), apple: { configuration, port, onRunning in
+                let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
+                let state = try AppleIDEmulatorState(configuration: emulatorConfiguration)
+                emulatorBox.set(state)
+                return try await buildEmulatorApplication(configuration: emulatorConfiguration, state: state, host: "127.0.0.1",
+                                                          port: port, logger: TestDatabase.quietLogger, onServerRunning: { _ in onRunning() })
+            }) { instances in
+                let emulator = try #require(emulatorBox.value)
+                for (first, second, person) in [(0, 1, "p1"), (1, 0, "p2")] {
+                    // setup: one browser; the load balancer sends its first request to one instance, the next to the other
+                    let browser = WebClient(http: instances.http)
+                    let start = try await browser.get(instances.urls[first] + "/auth/apple")
+                    #expect(start.status == 303)
+                    let items = URLComponents(string: try #require(start.header("Location")))?.queryItems ?? []
+                    let state = try #require(items.first { $0.name == "state" }?.value)
+                    let nonce = try #require(items.first { $0.name == "nonce" }?.value)
+                    let fields = try await emulator.approve(ApprovalRequest(
+                        clientID: instances.configuration.clientID, redirectURI: instances.configuration.redirectURI,
+                        state: state, nonce: nonce, personID: person))
+                    // MUT: the callback arrives at the other instance
+                    let callback = try await browser.postForm(instances.urls[second] + "/auth/apple/callback", fields.formFields)
+                    // validate: signed in; the session is honoured by both instances
+                    #expect(callback.status == 303, "\(callback.text)")
+                    #expect(callback.header("Location") == "/account")
+                    for url in instances.urls {
+                        let account = try await browser.get(url + "/account")
+                        #expect(account.status == 200 && account.page == "account", "\(url)")
+                    }
+                    // the pending authorization was consumed in the shared database: a replay fails on either instance
+                    for url in instances.urls {
+                        let replay = try await browser.postForm(url + "/auth/apple/callback", fields.formFields)
+                        #expect(replay.status == 400 && replay.page == "error", "\(url)")
+                    }
                 }
-                // the pending authorization was consumed in the shared database: a replay fails on either instance
-                for url in instances.urls {
-                    let replay = try await browser.postForm(url + "/auth/apple/callback", fields.formFields)
-                    #expect(replay.status == 400 && replay.page == "error", "\(url)")
+                // both accounts are in the one database, whichever pool asks
+                let subs = [try await emulator.sub(personID: "p1", clientID: instances.configuration.clientID),
+                            try await emulator.sub(personID: "p2", clientID: instances.configuration.clientID)]
+                for database in instances.databases {
+                    for sub in subs { #expect(try await database.user(sub: sub) != nil) }
                 }
-            }
-            // both accounts are in the one database, whichever pool asks
-            let subs = [try await emulator.sub(personID: "p1", clientID: instances.configuration.clientID),
-                        try await emulator.sub(personID: "p2", clientID: instances.configuration.clientID)]
-            for database in instances.databases {
-                for sub in subs { #expect(try await database.user(sub: sub) != nil) }
             }
         }
     }
 
     @Test("the revocation outbox is drained by both instances' workers, each token revoked exactly once")
     func revocationExactlyOnce() async throws {
-        guard let location = try Self.postgres() else { return }
-        let itemCount = 240
-        let tokens = (0..<itemCount).map { "rt.\($0).\(SecureRandom.token(byteCount: 12))" }
-        let apple = CountingRevokeEndpoint()
-        try await TwoInstances.run(location: location, beforeStart: { database, configuration in
-            // setup: deletions queued before either instance runs, so both workers find a full outbox at once
-            let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
-            let now = Int64(Date().timeIntervalSince1970)
-            for token in tokens {
-                let id = UUID().uuidString
-                try await database.enqueueRevocation(RevocationItem(
-                    id: id, clientID: configuration.clientID,
-                    token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
-                    createdAt: now, nextAttemptAt: now))
+        try await withDatabase(.postgres) { test in
+            let itemCount = 240
+            let tokens = (0..<itemCount).map { "rt.\($0).\(SecureRandom.token(byteCount: 12))" }
+            let apple = CountingRevokeEndpoint()
+            try await TwoInstances.run(location: (test.url, test.schema), beforeStart: { database, configuration in
+                // setup: deletions queued before either instance runs, so both workers find a full outbox at once
+                let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
+                let now = Int64(Date().timeIntervalSince1970)
+                for token in tokens {
+                    let id = UUID().uuidString
+                    try await database.enqueueRevocation(RevocationItem(
+                        id: id, clientID: configuration.clientID,
+                        token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
+                        createdAt: now, nextAttemptAt: now))
+                }
+            }, apple: { _, port, onRunning in apple.application(port: port, onRunning: onRunning) }) { instances in
+                // MUT: both workers run from start-up
+                let deadline = Date().addingTimeInterval(60)
+                while try await instances.databases[0].revocationCounts().pending > 0, Date() < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                // validate
+                #expect(try await instances.databases[0].revocationCounts().pending == 0)
+                let perToken = await apple.counts.perToken
+                #expect(Set(perToken.keys) == Set(tokens))
+                let repeated = perToken.filter { $0.value != 1 }
+                #expect(repeated.isEmpty, "tokens revoked more than once: \(repeated.count)")
+                let accepted = (instances.acceptedRevocations(instance: 0), instances.acceptedRevocations(instance: 1))
+                #expect(accepted.0 + accepted.1 == itemCount)
+                // Each call takes ≥ 10 ms, so one worker alone would need ≥ 2.4 s: both must have taken a share.
+                #expect(accepted.0 > 0 && accepted.1 > 0, "accepted per instance: \(accepted)")
             }
-        }, apple: { _, port, onRunning in apple.application(port: port, onRunning: onRunning) }) { instances in
-            // MUT: both workers run from start-up
-            let deadline = Date().addingTimeInterval(60)
-            while try await instances.databases[0].revocationCounts().pending > 0, Date() < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            // validate
-            #expect(try await instances.databases[0].revocationCounts().pending == 0)
-            let perToken = await apple.counts.perToken
-            #expect(Set(perToken.keys) == Set(tokens))
-            let repeated = perToken.filter { $0.value != 1 }
-            #expect(repeated.isEmpty, "tokens revoked more than once: \(repeated.count)")
-            let accepted = (instances.acceptedRevocations(instance: 0), instances.acceptedRevocations(instance: 1))
-            #expect(accepted.0 + accepted.1 == itemCount)
-            // Each call takes ≥ 10 ms, so one worker alone would need ≥ 2.4 s: both must have taken a share.
-            #expect(accepted.0 > 0 && accepted.1 > 0, "accepted per instance: \(accepted)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 /// Every store use case, on SQLite and on a real PostgreSQL (skipped, with a note, when
@@ -12,7 +13,7 @@ struct SIWADatabaseTests {
     func migrationsAreRecordedAndRerunIdempotently(_ backend: Backend) async throws {
         try await withDatabase(backend, migrate: false) { test in
             // MUT: two instances starting at once, then a restart.
-            let second = try await test.openSecond()
+            let second = try await test.openAnother()
             async let first: Void = test.db.migrate()
             async let other: Void = second.migrate()
             _ = try await (first, other)
@@ -52,7 +53,7 @@ struct SIWADatabaseTests {
 
     @Test(arguments: Backend.allCases)
     func pingAndClose(_ backend: Backend) async throws {
-        guard let test = try await freshDatabase(backend) else { return }
+        guard let test = try await TestDatabase.make(backend) else { return }
         #expect(test.db.isPostgres == (backend == .postgres))
         try await test.db.ping()
         try await test.cleanUp()
@@ -568,7 +569,7 @@ struct SIWADatabaseTests {
     func concurrentClaimersGetDisjointItems(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             // setup: two instances of the service, 40 due items
-            let second = try await test.openSecond()
+            let second = try await test.openAnother()
             for i in 0..<40 {
                 try await test.db.enqueueRevocation(.init(id: String(format: "item-%02d", i), clientID: "c", token: "t\(i)", tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: Int64(i)))
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SIWATestSupport
 import Testing
 
 @testable import SIWAStore

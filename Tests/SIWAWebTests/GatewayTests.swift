@@ -22,7 +22,7 @@ extension HTTPField.Name {
 struct GatewayTests {
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
-    @Test("/oauth2/auth: 401 without a session; 202 with all three identity headers, for every method", arguments: Backend.all)
+    @Test("/oauth2/auth: 401 without a session; 202 with all three identity headers, for every method", arguments: Backend.allCases)
     func auth(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let anonymous = try await browser.get("/oauth2/auth")
@@ -46,7 +46,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.all)
+    @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.allCases)
     func authReadsOnly(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup: an account without email, and a session last seen long ago
@@ -88,7 +88,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/userinfo: 401 JSON, then who is signed in", arguments: Backend.all)
+    @Test("/oauth2/userinfo: 401 JSON, then who is signed in", arguments: Backend.allCases)
     func userinfo(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let anonymous = try await browser.get("/oauth2/userinfo")
@@ -104,7 +104,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("rd travels with the pending authorization: the callback ends at it (start, /auth/apple, none)", arguments: Backend.all)
+    @Test("rd travels with the pending authorization: the callback ends at it (start, /auth/apple, none)", arguments: Backend.allCases)
     func returnAfterSignIn(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": ".example.org"]) { app, browser in
             let cases: [(String, String)] = [
@@ -122,7 +122,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("a refused rd is a 400 error page before anything else happens, on every route", arguments: Backend.all)
+    @Test("a refused rd is a 400 error page before anything else happens, on every route", arguments: Backend.allCases)
     func refusedEverywhere(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "010.e")
@@ -150,7 +150,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/sign_in: the page's button carries rd; a signed-in person goes straight to rd", arguments: Backend.all)
+    @Test("/oauth2/sign_in: the page's button carries rd; a signed-in person goes straight to rd", arguments: Backend.allCases)
     func signInPage(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let page = try await browser.get("/oauth2/sign_in?rd=%2Fprivate%3Fa%3D1")
@@ -167,7 +167,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/sign_out and POST /signout end the session server-side, clear the cookie, and go to rd", arguments: Backend.all)
+    @Test("/oauth2/sign_out and POST /signout end the session server-side, clear the cookie, and go to rd", arguments: Backend.allCases)
     func signOut(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": "app2.example.com"]) { app, browser in
             try await app.signIn(browser, sub: "010.g")
@@ -191,7 +191,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("rd survives the name form (PROFILE_FALLBACK=ask), the recovery page, and a cancel at Apple", arguments: Backend.all)
+    @Test("rd survives the name form (PROFILE_FALLBACK=ask), the recovery page, and a cancel at Apple", arguments: Backend.allCases)
     func throughInterruptions(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["PROFILE_FALLBACK": "ask"]) { app, browser in
             let started = try await app.start(browser, path: "/oauth2/start?rd=%2Fback%3Fto%3Dhere")
@@ -233,7 +233,7 @@ struct GatewayTests {
 /// (the proxy) and from 127.0.0.2 (a client reaching siwa directly), sent with curl.
 @Suite("Gateway forward-auth redirect (live)")
 struct GatewayRedirectLiveTests {
-    @Test("an unauthenticated top-level GET from a trusted proxy is sent to /oauth2/start with the original URL", arguments: Backend.all)
+    @Test("an unauthenticated top-level GET from a trusted proxy is sent to /oauth2/start with the original URL", arguments: Backend.allCases)
     func redirect(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["TRUSTED_PROXIES": "127.0.0.1", "ALLOWED_REDIRECT_HOSTS": ".example.org"], live: true) { _, browser in
             let url = "http://127.0.0.1:\(try #require(browser.port))/oauth2/auth?redirect=true"
