@@ -69,10 +69,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // CurlHTTP: SIWADependencies holds (and shutdown closes) the client SIWASite builds, and
+        // PercentEncoding is the one RFC 3986 encoder.
         .target(
             name: "SIWAWeb",
             dependencies: [
-                "AppleSignIn", "SIWAStore", "JOSE",
+                "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),

@@ -64,7 +64,7 @@ struct TransferWorld: Sendable {
         return try await database.completeSignIn(NewSignIn(
             appleSub: sub, email: "\(given.lowercased())@example.com", emailVerified: true, isPrivateEmail: false,
             givenName: given, familyName: "Sender", clientID: senderClientID, sealRefreshToken: nil,
-            sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: "web", sessionExpiresAt: now + 3_600, now: now
+            sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: .web, sessionExpiresAt: now + 3_600, now: now
         )).0
     }
 }

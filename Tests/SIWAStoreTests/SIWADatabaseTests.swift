@@ -165,7 +165,7 @@ struct SIWADatabaseTests {
             try await db.insertPendingAuthorization(.init(state: "used", nonce: "n", bindingHash: "b", createdAt: 0, expiresAt: 2_000))
             _ = try await db.consumePendingAuthorization(state: "used", now: 10)
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-sweep", now: 0, session: "live-session"))
-            try await db.createSession(.init(tokenHash: "old-session", userID: user.id, kind: "web", createdAt: 0, expiresAt: 900, lastSeenAt: 0))
+            try await db.createSession(.init(tokenHash: "old-session", userID: user.id, kind: .web, createdAt: 0, expiresAt: 900, lastSeenAt: 0))
             for (hash, expires) in [("p-live", Int64(2_000)), ("p-old", Int64(999))] {
                 try await db.savePendingProfile(.init(tokenHash: hash, appleSub: "x", email: nil, emailVerified: false, isPrivateEmail: false, clientID: "c", refreshToken: nil, createdAt: 0, expiresAt: expires))
             }
@@ -405,10 +405,10 @@ struct SIWADatabaseTests {
         try await withDatabase(backend) { test in
             let db = test.db
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-s", now: 1_000, session: "web-1"))
-            try await db.createSession(.init(tokenHash: "api-1", userID: user.id, kind: "api", createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
+            try await db.createSession(.init(tokenHash: "api-1", userID: user.id, kind: .api, createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
 
             let (session, account) = try #require(try await db.session(tokenHash: "api-1", now: 1_030))
-            #expect(session.kind == "api")
+            #expect(session.kind == .api)
             #expect(session.lastSeenAt == 1_000)  // 30 s: not touched
             #expect(account.id == user.id)
             #expect(try await db.session(tokenHash: "api-1", now: 1_060)?.0.lastSeenAt == 1_060)
@@ -418,7 +418,7 @@ struct SIWADatabaseTests {
 
             try await db.deleteSession(tokenHash: "api-1")
             #expect(try await db.session(tokenHash: "api-1", now: 1_100) == nil)
-            try await db.createSession(.init(tokenHash: "api-2", userID: user.id, kind: "api", createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
+            try await db.createSession(.init(tokenHash: "api-2", userID: user.id, kind: .api, createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
             #expect(try await db.deleteSessions(userID: user.id) == 2)
             #expect(try await db.session(tokenHash: "web-1", now: 1_100) == nil)
         }
@@ -429,7 +429,7 @@ struct SIWADatabaseTests {
         try await withDatabase(backend) { test in
             // Foreign keys are enforced on both backends.
             await #expect(throws: (any Error).self) {
-                try await test.db.createSession(.init(tokenHash: "x", userID: "no-such-user", kind: "web", createdAt: 0, expiresAt: 10, lastSeenAt: 0))
+                try await test.db.createSession(.init(tokenHash: "x", userID: "no-such-user", kind: .web, createdAt: 0, expiresAt: 10, lastSeenAt: 0))
             }
         }
     }
@@ -463,7 +463,7 @@ struct SIWADatabaseTests {
             let db = test.db
             // setup
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-d", refreshToken: "cipher", session: "sd1"))
-            try await db.createSession(.init(tokenHash: "sd2", userID: user.id, kind: "api", createdAt: 1_000, expiresAt: 9_000, lastSeenAt: 1_000))
+            try await db.createSession(.init(tokenHash: "sd2", userID: user.id, kind: .api, createdAt: 1_000, expiresAt: 9_000, lastSeenAt: 1_000))
             try await db.saveAppleUserInfo(.init(appleSub: "sub-d", givenName: "A", familyName: "B", email: nil, rawJSON: "{}", source: "web", receivedAt: 1))
             try await db.savePendingProfile(.init(tokenHash: "pp", appleSub: "sub-d", email: nil, emailVerified: false, isPrivateEmail: false, clientID: "c", refreshToken: nil, createdAt: 0, expiresAt: 9_000))
             let (keeper, _) = try await db.completeSignIn(signIn(sub: "sub-keep", refreshToken: "k", session: "sk"))

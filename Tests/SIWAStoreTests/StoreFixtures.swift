@@ -23,6 +23,6 @@ func signIn(
         appleSub: sub, email: email, emailVerified: email != nil, isPrivateEmail: email?.hasSuffix("privaterelay.appleid.com") ?? false,
         givenName: given, familyName: family, transferFromSub: transferFrom,
         clientID: clientID, sealRefreshToken: seal,
-        sessionTokenHash: session, sessionKind: "web", sessionExpiresAt: now + 3_600, now: now
+        sessionTokenHash: session, sessionKind: .web, sessionExpiresAt: now + 3_600, now: now
     )
 }

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -53,7 +54,7 @@ struct GatewayTests {
             try await app.signIn(browser, sub: "010.b", given: "Grace", family: nil, email: "grace@example.com")
             let account = try #require(try await app.database.user(sub: "010.b"))
             let token = BearerSecret.generate()
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: "web",
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
             let other = browser.fresh()
             other.setCookie("__Host-siwa_session", token)
@@ -73,9 +74,9 @@ struct GatewayTests {
             let account = try await app.database.completeSignIn(NewSignIn(
                 appleSub: "010.empty", email: nil, emailVerified: false, isPrivateEmail: false, givenName: nil, familyName: nil,
                 transferFromSub: nil, clientID: TestApp.clientID, sealRefreshToken: nil, sessionTokenHash: "unused",
-                sessionKind: "api", sessionExpiresAt: Self.now() + 60, now: Self.now())).0
+                sessionKind: .api, sessionExpiresAt: Self.now() + 60, now: Self.now())).0
             let token = BearerSecret.generate()
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: "web",
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: Self.now(), expiresAt: Self.now() + 3600, lastSeenAt: Self.now()))
             browser.setCookie("__Host-siwa_session", token)
             let response = try await browser.get("/oauth2/auth", headers: [.authEmail: "forged@evil.com"])
@@ -129,7 +130,7 @@ struct GatewayTests {
             let csrf = try await app.csrf(browser)
             let pendingBefore = try await app.database.countPendingAuthorizations(now: Self.now())
             for hostile in ["//evil.com", "/\\evil.com", "/%09/evil.com", "https://evil.com", "https://app.example.com@evil.com", "javascript:alert(1)"] {
-                let rd = SignInController.percentEncode(hostile)
+                let rd = PercentEncoding.encode(hostile)
                 let fresh = browser.fresh()
                 for path in ["/oauth2/start?rd=", "/auth/apple?rd=", "/oauth2/sign_in?rd=", "/oauth2/sign_out?rd="] {
                     let response = try await (path.hasPrefix("/oauth2/sign") ? browser : fresh).get(path + rd)
@@ -240,7 +241,7 @@ struct GatewayRedirectLiveTests {
             let forwarded = [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/private/page?x=1&y=two+words&next=%2Fhome")]
             let answer = try #require(try await SourceBoundHTTP.redirect(url, from: "127.0.0.1", headers: forwarded + [("X-Forwarded-Method", "GET")]))
             #expect(answer.status == 302)
-            let expected = "https://app.example.com/oauth2/start?rd=" + SignInController.percentEncode("https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
+            let expected = "https://app.example.com/oauth2/start?rd=" + PercentEncoding.encode("https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
             #expect(answer.location == expected)
             // round trip: what /oauth2/start will read back is the original URL exactly
             let components = try #require(URLComponents(string: answer.location))

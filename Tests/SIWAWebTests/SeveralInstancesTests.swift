@@ -57,7 +57,7 @@ struct SeveralInstancesTests {
             let signIn = VerifiedSignIn(sub: "\(prefix).\(index)", email: "\(prefix)\(index)@example.com", emailVerified: true,
                                         isPrivateEmail: false, clientID: TestApp.clientID, refreshToken: token,
                                         givenName: "Person", familyName: "\(index)")
-            _ = try await instance.complete(signIn, sessionKind: "web", logger: TestDatabase.quietLogger)
+            _ = try await instance.complete(signIn, sessionKind: .web, logger: TestDatabase.quietLogger)
         }
     }
 

@@ -143,7 +143,7 @@ struct StoredTokenTests {
             let appSignIn = VerifiedSignIn(sub: "st.both", email: nil, emailVerified: false, isPrivateEmail: false,
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-token",
                                            givenName: nil, familyName: nil)
-            guard case .signedIn = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger) else {
+            guard case .signedIn = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger) else {
                 Issue.record("the app sign-in did not complete")
                 return
             }
@@ -169,7 +169,7 @@ struct StoredTokenTests {
             let appSignIn = VerifiedSignIn(sub: "st.check", email: nil, emailVerified: false, isPrivateEmail: false,
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-check",
                                            givenName: nil, familyName: nil)
-            _ = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger)
+            _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
             let account = try #require(try await app.database.user(sub: "st.check"))
 
             // MUT: the stand-in refuses both (invalid_grant): consent is gone
@@ -195,7 +195,7 @@ struct StoredTokenTests {
             let appSignIn = VerifiedSignIn(sub: "st.mixed", email: nil, emailVerified: false, isPrivateEmail: false,
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-refused",
                                            givenName: nil, familyName: nil)
-            _ = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger)
+            _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
 
             // MUT
             let result = await app.consentCheck().runOnce()

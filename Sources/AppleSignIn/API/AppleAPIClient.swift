@@ -6,8 +6,8 @@ import Foundation
 public struct AppleAPIClient: Sendable {
     /// Apple's origin without a trailing slash.
     public let baseURL: String
-    /// The libcurl client every call goes through.
-    public let http: CurlHTTPClient
+    /// The libcurl client every call goes through (its owner, the composition root, shuts it down).
+    let http: CurlHTTPClient
     /// Signs the `client_secret` of each call (cached).
     public let secrets: ClientSecretProvider
     /// Per-call timeout.
@@ -29,8 +29,15 @@ public struct AppleAPIClient: Sendable {
 
     /// Where Apple publishes its public keys.
     public var keysURL: String { baseURL + "/auth/keys" }
-    /// Where a person is sent to authorize (`GET`).
-    public var authorizeURL: String { baseURL + "/auth/authorize" }
+    /// Where a person is sent to authorize (`GET`), with the query SPEC §3 lists: `code id_token` by
+    /// `form_post`, scope `name email`, and the request's `state` and `nonce`.
+    public func authorizeURL(clientID: String, redirectURI: String, state: String, nonce: String) -> String {
+        baseURL + "/auth/authorize?" + PercentEncoding.query([
+            ("client_id", clientID), ("redirect_uri", redirectURI),
+            ("response_type", "code id_token"), ("response_mode", "form_post"), ("scope", "name email"),
+            ("state", state), ("nonce", nonce),
+        ])
+    }
     var tokenURL: String { baseURL + "/auth/token" }
     var revokeURL: String { baseURL + "/auth/revoke" }
     var migrationURL: String { baseURL + "/auth/usermigrationinfo" }

@@ -133,7 +133,7 @@ struct NativeAPIController: Sendable {
 
         let signIn = VerifiedSignIn(claims: claims, clientID: bundleID, refreshToken: refreshToken,
                                     givenName: givenName, familyName: familyName)
-        switch try await dependencies.complete(signIn, sessionKind: "api", logger: logger) {
+        switch try await dependencies.complete(signIn, sessionKind: .api, logger: logger) {
         case .signedIn(let account, let created, let token):
             dependencies.metrics.signIn(created ? "new_account" : "returning", channel: "native")
             return .json(SignInAnswer(token: token, user: UserView(account)))

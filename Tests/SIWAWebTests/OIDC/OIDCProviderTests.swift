@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -162,7 +163,7 @@ struct OIDCProviderTests {
                 #expect(response.location == nil)
             }
             // A repeated redirect_uri cannot be trusted either.
-            let repeated = try await browser.get(RPRequest().path + "&redirect_uri=" + SignInController.percentEncode("https://evil.example.net/"))
+            let repeated = try await browser.get(RPRequest().path + "&redirect_uri=" + PercentEncoding.encode("https://evil.example.net/"))
             #expect(repeated.status == .badRequest && repeated.page == "error")
             // Malformed percent-encoding.
             #expect(try await browser.get("/oidc/authorize?client_id=%zz").page == "error")
@@ -360,7 +361,7 @@ struct OIDCProviderTests {
                 ("no grant_type", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "code=x&redirect_uri=y", "invalid_request"),
                 ("refresh grant", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "grant_type=refresh_token&refresh_token=x", "unsupported_grant_type"),
                 ("unknown code", [.contentType: "application/x-www-form-urlencoded", .authorization: basic],
-                 "grant_type=authorization_code&code=\(SecureRandom.token())&redirect_uri=\(SignInController.percentEncode(OIDCFixture.confidentialRedirect))", "invalid_grant"),
+                 "grant_type=authorization_code&code=\(SecureRandom.token())&redirect_uri=\(PercentEncoding.encode(OIDCFixture.confidentialRedirect))", "invalid_grant"),
                 ("bad basic", [.contentType: "application/x-www-form-urlencoded", .authorization: "Basic %%%"], "grant_type=authorization_code", "invalid_client"),
                 ("bearer", [.contentType: "application/x-www-form-urlencoded", .authorization: "Bearer x"], "grant_type=authorization_code", "invalid_client"),
                 ("no client", [.contentType: "application/x-www-form-urlencoded"], "grant_type=authorization_code&code=x", "invalid_client"),

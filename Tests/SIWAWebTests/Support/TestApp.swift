@@ -85,7 +85,7 @@ final class Browser: Sendable {
     func postForm(_ uri: String, _ fields: [(String, String)], headers: HTTPFields = [:]) async throws -> TestResponse {
         var headers = headers
         headers[.contentType] = "application/x-www-form-urlencoded"
-        return try await send(uri, method: .post, headers: headers, body: ByteBuffer(string: CookieJar.formEncode(fields)))
+        return try await send(uri, method: .post, headers: headers, body: ByteBuffer(string: PercentEncoding.query(fields)))
     }
 
     @discardableResult
