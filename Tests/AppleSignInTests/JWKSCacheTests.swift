@@ -47,7 +47,7 @@ struct JWKSCacheTests {
                             do {
                                 _ = try await keys.key(for: kid)
                                 return true
-                            } catch IdentityTokenError.unknownKey {
+                            } catch AppleJWSError.unknownKey {
                                 return false
                             } catch {
                                 return nil
@@ -96,7 +96,7 @@ struct JWKSCacheTests {
             #expect(await keys.fetchCount == 2)
             #expect(first === second)
             #expect(first.modulus == TestKeys.appleA.publicKey.modulus)
-            await #expect(throws: IdentityTokenError.unknownKey("kid-B")) { try await keys.key(for: "kid-B") }
+            await #expect(throws: AppleJWSError.unknownKey("kid-B")) { try await keys.key(for: "kid-B") }
         }
     }
 
@@ -128,7 +128,7 @@ struct JWKSCacheTests {
         await #expect {
             try await keys.key(for: "kid-new")
         } throws: { error in
-            guard case let .keysUnavailable(reason) = error as? IdentityTokenError else { return false }
+            guard case let .keysUnavailable(reason) = error as? AppleJWSError else { return false }
             return reason.contains("127.0.0.1:\(port)")
         }
     }
@@ -144,7 +144,7 @@ struct JWKSCacheTests {
                 await #expect {
                     try await keys.key(for: "kid-A")
                 } throws: { error in
-                    if case .keysUnavailable = error as? IdentityTokenError { return true }
+                    if case .keysUnavailable = error as? AppleJWSError { return true }
                     return false
                 }
             }

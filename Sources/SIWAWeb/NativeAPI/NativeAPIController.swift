@@ -93,7 +93,7 @@ struct NativeAPIController: Sendable {
             claims = try await dependencies.identityTokens.verify(
                 identityToken, audiences: Set(configuration.nativeClientIDs), nonce: .sha256Hex(of: rawNonce), code: nil)
         } catch let error as IdentityTokenError {
-            if case .keysUnavailable = error {
+            if case .jws(.keysUnavailable) = error {
                 throw WebError(.badGateway, kind: "apple_keys_unavailable", title: "Apple is not answering",
                                message: "Apple's keys could not be fetched; try again.", retryPath: nil)
             }
