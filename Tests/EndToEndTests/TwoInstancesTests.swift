@@ -20,12 +20,13 @@ struct TwoInstances: Sendable {
     let configuration: SIWAConfiguration
     let http: CurlHTTPClient
 
-    /// Opens the database twice (two pools, like two processes), starts both apps and the service that
-    /// stands in for Apple (on the emulator port), runs `body`, and stops everything.
+    /// Opens the database twice (two pools, like two processes), starts both apps and, when given, the
+    /// service that stands in for Apple (on the emulator port), runs `body`, and stops everything.
+    /// `settings` are added to both instances' (e.g. `APPLE_BASE_URL` of a loopback Apple).
     static func run(
-        location: (url: DatabaseURL, schema: String?),
+        location: (url: DatabaseURL, schema: String?), settings: [String: String] = [:],
         beforeStart: @escaping @Sendable (SIWADatabase, SIWAConfiguration) async throws -> Void = { _, _ in },
-        apple: @escaping @Sendable (SIWAConfiguration, Int, @escaping @Sendable () -> Void) async throws -> any Service,
+        apple: (@Sendable (SIWAConfiguration, Int, @escaping @Sendable () -> Void) async throws -> any Service)? = nil,
         _ body: @escaping @Sendable (TwoInstances) async throws -> Void
     ) async throws {
         let dataDirectory = EndToEnd.dataDirectory()
@@ -33,7 +34,7 @@ struct TwoInstances: Sendable {
         let (portA, emulatorPort) = try await SiteWithEmulator.freePorts()
         let (portB, _) = try await SiteWithEmulator.freePorts()
         let shared = ["DATA_DIR": dataDirectory, "EMULATOR_PORT": String(emulatorPort), "PUBLIC_URL": "http://localhost:\(portA)",
-                      "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10"]
+                      "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10"].merging(settings) { $1 }
         let logger = TestDatabase.quietLogger
         var apps: [any Service] = []
         var databases: [SIWADatabase] = []
@@ -53,12 +54,13 @@ struct TwoInstances: Sendable {
             metrics.append(instanceMetrics)
             configurations.append(configuration)
         }
-        let appleService = try await apple(configurations[0], emulatorPort) { startedContinuation.yield() }
-        let group = ServiceGroup(services: [appleService] + apps, gracefulShutdownSignals: [], logger: logger)
+        var services = apps
+        if let apple { services.insert(try await apple(configurations[0], emulatorPort) { startedContinuation.yield() }, at: 0) }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: logger)
         let running = Task { try await group.run() }
-        // Apple's stand-in and both apps are listening.
+        // Both apps (and Apple's stand-in, when it runs here) are listening.
         var iterator = started.makeAsyncIterator()
-        for _ in 0..<3 { _ = await iterator.next() }
+        for _ in 0..<services.count { _ = await iterator.next() }
 
         let client = CurlHTTPClient()
         let instances = TwoInstances(urls: ["http://localhost:\(portA)", "http://localhost:\(portB)"], databases: databases,
@@ -78,33 +80,6 @@ struct TwoInstances: Sendable {
         let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
             .first { $0.hasPrefix("siwa_revocation_attempts_total") && $0.contains("result=\"accepted\"") }
         return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
-    }
-}
-
-/// Apple's revoke endpoint, counting the calls per token; slow enough (10 ms a call) that both
-/// instances' workers are busy at once.
-final class CountingRevokeEndpoint: Sendable {
-    actor Counts {
-        var perToken: [String: Int] = [:]
-        func add(_ token: String) { perToken[token, default: 0] += 1 }
-    }
-
-    let counts = Counts()
-
-    func application(port: Int, onRunning: @escaping @Sendable () -> Void) -> some ApplicationProtocol {
-        let router = Router()
-        let counts = self.counts
-        router.post("/auth/revoke") { request, _ -> Response in
-            var request = request
-            let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
-            let token = body.split(separator: "&").first { $0.hasPrefix("token=") }.map { String($0.dropFirst(6)) } ?? ""
-            let decoded = token.removingPercentEncoding ?? token
-            await counts.add(decoded)
-            try await Task.sleep(for: .milliseconds(10))
-            return Response(status: .ok)
-        }
-        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-                           onServerRunning: { _ in onRunning() })
     }
 }
 
@@ -164,34 +139,38 @@ struct TwoInstancesTests {
         try await withDatabase(.postgres) { test in
             let itemCount = 240
             let tokens = (0..<itemCount).map { "rt.\($0).\(SecureRandom.token(byteCount: 12))" }
-            let apple = CountingRevokeEndpoint()
-            try await TwoInstances.run(location: (test.url, test.schema), beforeStart: { database, configuration in
-                // setup: deletions queued before either instance runs, so both workers find a full outbox at once
-                let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
-                let now = Int64(Date().timeIntervalSince1970)
-                for token in tokens {
-                    let id = UUID().uuidString
-                    try await database.enqueueRevocation(RevocationItem(
-                        id: id, clientID: configuration.clientID,
-                        token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
-                        createdAt: now, nextAttemptAt: now))
+            try await LoopbackApple.with { apple in
+                // Apple's revoke endpoint takes 10 ms a call, so that both instances' workers are busy at once.
+                apple.setBehaviour(.delay(.milliseconds(10)), for: "/auth/revoke")
+                try await TwoInstances.run(location: (test.url, test.schema), settings: ["APPLE_BASE_URL": apple.baseURL],
+                                           beforeStart: { database, configuration in
+                    // setup: deletions queued before either instance runs, so both workers find a full outbox at once
+                    let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
+                    let now = Int64(Date().timeIntervalSince1970)
+                    for token in tokens {
+                        let id = UUID().uuidString
+                        try await database.enqueueRevocation(RevocationItem(
+                            id: id, clientID: configuration.clientID,
+                            token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
+                            createdAt: now, nextAttemptAt: now))
+                    }
+                }) { instances in
+                    // MUT: both workers run from start-up
+                    let deadline = Date().addingTimeInterval(60)
+                    while try await instances.databases[0].revocationCounts().pending > 0, Date() < deadline {
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    // validate
+                    #expect(try await instances.databases[0].revocationCounts().pending == 0)
+                    let perToken = apple.requests(to: "/auth/revoke").reduce(into: [String: Int]()) { $0[$1["token"] ?? "", default: 0] += 1 }
+                    #expect(Set(perToken.keys) == Set(tokens))
+                    let repeated = perToken.filter { $0.value != 1 }
+                    #expect(repeated.isEmpty, "tokens revoked more than once: \(repeated.count)")
+                    let accepted = (instances.acceptedRevocations(instance: 0), instances.acceptedRevocations(instance: 1))
+                    #expect(accepted.0 + accepted.1 == itemCount)
+                    // Each call takes ≥ 10 ms, so one worker alone would need ≥ 2.4 s: both must have taken a share.
+                    #expect(accepted.0 > 0 && accepted.1 > 0, "accepted per instance: \(accepted)")
                 }
-            }, apple: { _, port, onRunning in apple.application(port: port, onRunning: onRunning) }) { instances in
-                // MUT: both workers run from start-up
-                let deadline = Date().addingTimeInterval(60)
-                while try await instances.databases[0].revocationCounts().pending > 0, Date() < deadline {
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-                // validate
-                #expect(try await instances.databases[0].revocationCounts().pending == 0)
-                let perToken = await apple.counts.perToken
-                #expect(Set(perToken.keys) == Set(tokens))
-                let repeated = perToken.filter { $0.value != 1 }
-                #expect(repeated.isEmpty, "tokens revoked more than once: \(repeated.count)")
-                let accepted = (instances.acceptedRevocations(instance: 0), instances.acceptedRevocations(instance: 1))
-                #expect(accepted.0 + accepted.1 == itemCount)
-                // Each call takes ≥ 10 ms, so one worker alone would need ≥ 2.4 s: both must have taken a share.
-                #expect(accepted.0 > 0 && accepted.1 > 0, "accepted per instance: \(accepted)")
             }
         }
     }
