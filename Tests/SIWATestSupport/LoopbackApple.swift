@@ -130,14 +130,10 @@ public final class LoopbackApple: Sendable {
     public static func with<T: Sendable>(
         key: RSAPrivateKey = LoopbackApple.sharedKey, keys: [JWK]? = nil, _ body: (LoopbackApple) async throws -> T
     ) async throws -> T {
-        let apple = try await start(key: key, keys: keys)
-        do {
-            let value = try await body(apple)
-            await apple.stop()
-            return value
-        } catch {
-            await apple.stop()
-            throw error
+        let apple = LoopbackApple(key: key, keys: keys)
+        return try await LoopbackServer.with(apple.router()) { server in
+            apple.server.withLock { $0 = server }
+            return try await body(apple)
         }
     }
 
