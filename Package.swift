@@ -69,8 +69,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // CurlHTTP: SIWADependencies holds (and shutdown closes) the client SIWASite builds, and
-        // PercentEncoding is the one RFC 3986 encoder.
+        // CurlHTTP for PercentEncoding only (the one RFC 3986 encoder); the libcurl client to Apple is
+        // made in SIWASite and reaches the web layer inside AppleAPIClient.
         .target(
             name: "SIWAWeb",
             dependencies: [

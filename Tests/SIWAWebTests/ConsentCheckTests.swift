@@ -106,12 +106,13 @@ struct ConsentCheckTests {
             var configuration = app.dependencies.configuration
             configuration.appleTimeout = .seconds(1)
             let impatient = try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
-                                                            overrides: SiteOverrides(database: app.database, http: app.dependencies.http))
+                                                            overrides: SiteOverrides(database: app.database))
             var checkConfiguration = ConsentCheckService.Configuration()
             checkConfiguration.callSpacing = .zero
             let service = ConsentCheckService(dependencies: impatient, logger: TestDatabase.quietLogger, configuration: checkConfiguration,
                                               now: { Int64(Date().timeIntervalSince1970) + 2 * 86_400 })
             let result = await service.runOnce()
+            await impatient.apple.shutdown()  // its own HTTP client (the app closes only its own)
             #expect(result.deferred == 1 && result.revoked == 0)
             #expect(try await app.isSignedIn(browser))
             let account = try #require(try await app.database.user(sub: "cc.slow"))

@@ -30,7 +30,7 @@ struct SeveralInstancesTests {
     /// Closes the instances' own pools and the shared HTTP client (`withDatabase` closes the first pool).
     static func close(_ instances: [SIWADependencies]) async {
         for instance in instances.dropFirst() { try? await instance.database.close() }
-        await instances.first?.http.shutdown()
+        await instances.first?.apple.shutdown()
     }
 
     /// Runs `body` with three instances and a loopback Apple, closing them afterwards whatever happens.

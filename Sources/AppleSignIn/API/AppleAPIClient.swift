@@ -29,6 +29,18 @@ public struct AppleAPIClient: Sendable {
 
     /// Where Apple publishes its public keys.
     public var keysURL: String { baseURL + "/auth/keys" }
+
+    /// Apple's key cache at ``keysURL``, over this client's HTTP connections and with its timeout.
+    public func keyCache(now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) -> JWKSCache {
+        JWKSCache(keysURL: keysURL, http: http, timeout: timeout, now: now)
+    }
+
+    /// Closes the HTTP client this client (and a ``keyCache(now:)`` made from it) calls Apple through:
+    /// once, when nothing calls Apple any more. Whoever built the client decides when; a web app's
+    /// shutdown does.
+    public func shutdown() async {
+        await http.shutdown()
+    }
     /// Where a person is sent to authorize (`GET`), with the query SPEC §3 lists: `code id_token` by
     /// `form_post`, scope `name email`, and the request's `state` and `nonce`.
     public func authorizeURL(clientID: String, redirectURI: String, state: String, nonce: String) -> String {

@@ -1,5 +1,4 @@
 import AppleSignIn
-import CurlHTTP
 import Hummingbird
 import Logging
 
