@@ -78,10 +78,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // CurlHTTP for PercentEncoding only (the one RFC 3986 encoder); the libcurl client to Apple is
+        // made in SIWASite and reaches the web layer inside AppleAPIClient.
         .target(
             name: "SIWAWeb",
             dependencies: [
-                "AppleSignIn", "SIWAStore", "JOSE",
+                "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
@@ -129,11 +131,12 @@ let package = Package(
         ),
 
         // MARK: Tests (one per target, plus end to end)
-        // Shared by the web and end-to-end suites: databases per backend, a cookie jar.
+        // Shared by the test suites: the one loopback Apple (it signs id_tokens with JOSE, never with
+        // AppleSignIn's code), the one private database per test, loopback servers, a cookie jar.
         .target(
             name: "SIWATestSupport",
             dependencies: [
-                "SIWAStore",
+                "SIWAStore", "JOSE",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -163,7 +166,7 @@ let package = Package(
             dependencies: ["SIWASite", "SIWAWeb", "SIWAStore", "JOSE", "SIWATestSupport"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore"], swiftSettings: swiftSettings),
+        .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore", "SQLiteDirect", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SIWAWebTests",

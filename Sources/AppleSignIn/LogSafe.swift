@@ -3,7 +3,7 @@
 /// length is capped, so a 12 KiB header value cannot flood the log.
 ///
 /// Lives here rather than in the web app because this library's error descriptions carry such values too
-/// (``IdentityTokenError``, ``NotificationError``); the web app uses the same helper wherever request data
+/// (``AppleJWSError``, ``IdentityTokenError``, ``NotificationError``); the web app uses the same helper wherever request data
 /// reaches a log line. Its output has nothing left to escape, so applying it again only cuts.
 public enum LogSafe {
     /// The default cap, in Unicode scalars.

@@ -45,9 +45,7 @@ public struct HTTPClientRequest: Sendable {
         headers: [HTTPHeader] = [],
         timeout: Duration? = nil
     ) -> HTTPClientRequest {
-        let body = fields
-            .map { "\(formEncode($0.0))=\(formEncode($0.1))" }
-            .joined(separator: "&")
+        let body = PercentEncoding.query(fields)
         return HTTPClientRequest(
             method: .POST,
             url: url,
@@ -81,25 +79,5 @@ public struct HTTPClientRequest: Sendable {
     /// `headers` with `Content-Type: type` first, unless they name their own.
     private static func withContentType(_ type: String, _ headers: [HTTPHeader]) -> [HTTPHeader] {
         headers.first(named: "Content-Type") == nil ? [HTTPHeader("Content-Type", type)] + headers : headers
-    }
-
-    /// Percent-encodes everything but RFC 3986 unreserved characters.
-    static func formEncode(_ string: String) -> String {
-        var encoded = ""
-        encoded.reserveCapacity(string.utf8.count)
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                encoded.unicodeScalars.append("%")
-                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte >> 4)]))
-                encoded.unicodeScalars.append(Unicode.Scalar(hex[Int(byte & 0x0F)]))
-            }
-        }
-        return encoded
     }
 }

@@ -45,12 +45,14 @@ public enum Site {
             database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
             try await database.migrate()
         }
-        let http = overrides.http ?? appleHTTPClient(for: configuration)
+        let now = overrides.now ?? { Int64(Date().timeIntervalSince1970) }
+        // The one place the libcurl client to Apple is made: the web layer only sees AppleAPIClient.
+        let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: overrides.http ?? appleHTTPClient(for: configuration),
+                                   secrets: try configuration.clientSecretProvider(now: now), timeout: configuration.appleTimeout)
         let pages = try await PageRenderer(templatesDirectory: overrides.templatesDirectory ?? configuration.resources.templatesDirectory,
                                            siteName: configuration.siteName)
-        let dependencies = try SIWADependencies(configuration: configuration, database: database, http: http, pages: pages,
-                                                metrics: overrides.metrics ?? SIWAMetrics(),
-                                                now: overrides.now ?? { Int64(Date().timeIntervalSince1970) })
+        let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
+                                            metrics: overrides.metrics ?? SIWAMetrics(), now: now)
         // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
         try await dependencies.resealLegacyTokens(logger: logger)
         return dependencies

@@ -99,17 +99,24 @@ public struct PendingAuthorization: Sendable, Equatable {
     }
 }
 
+/// How a session is carried; stored as its raw value in `sessions.kind`.
+public enum SessionKind: String, Sendable, Equatable {
+    /// A browser's cookie.
+    case web
+    /// An app's bearer token.
+    case api
+}
+
 /// A session; only the hash of its token is stored.
 public struct SessionRecord: Sendable, Equatable {
     public var tokenHash: String
     public var userID: String
-    /// `web` (cookie) or `api` (bearer token).
-    public var kind: String
+    public var kind: SessionKind
     public var createdAt: Int64
     public var expiresAt: Int64
     public var lastSeenAt: Int64
 
-    public init(tokenHash: String, userID: String, kind: String, createdAt: Int64, expiresAt: Int64, lastSeenAt: Int64) {
+    public init(tokenHash: String, userID: String, kind: SessionKind, createdAt: Int64, expiresAt: Int64, lastSeenAt: Int64) {
         self.tokenHash = tokenHash
         self.userID = userID
         self.kind = kind
@@ -210,7 +217,7 @@ public struct NewSignIn: Sendable {
     /// ciphertext while the store itself never sees a plaintext token or a key. Throwing rolls the sign-in back.
     public var sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?
     public var sessionTokenHash: String
-    public var sessionKind: String
+    public var sessionKind: SessionKind
     public var sessionExpiresAt: Int64
     public var now: Int64
 
@@ -218,7 +225,7 @@ public struct NewSignIn: Sendable {
         appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
         givenName: String? = nil, familyName: String? = nil, transferFromSub: String? = nil,
         clientID: String, sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?,
-        sessionTokenHash: String, sessionKind: String, sessionExpiresAt: Int64, now: Int64
+        sessionTokenHash: String, sessionKind: SessionKind, sessionExpiresAt: Int64, now: Int64
     ) {
         self.appleSub = appleSub
         self.email = email

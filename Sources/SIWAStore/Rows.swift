@@ -83,10 +83,14 @@ extension SQLRow {
     }
 
     func sessionRecord(prefix: String = "") throws -> SessionRecord {
-        SessionRecord(
+        let kind = try value(prefix + "kind", String.self)
+        guard let sessionKind = SessionKind(rawValue: kind) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown session kind \(kind)"))
+        }
+        return SessionRecord(
             tokenHash: try value(prefix + "token_hash", String.self),
             userID: try value(prefix + "user_id", String.self),
-            kind: try value(prefix + "kind", String.self),
+            kind: sessionKind,
             createdAt: try value(prefix + "created_at", Int64.self),
             expiresAt: try value(prefix + "expires_at", Int64.self),
             lastSeenAt: try value(prefix + "last_seen_at", Int64.self)

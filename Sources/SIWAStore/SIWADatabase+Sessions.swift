@@ -49,7 +49,7 @@ extension SIWADatabase {
     static func insertSession(_ sql: any SQLDatabase, _ s: SessionRecord) async throws {
         try await sql.raw("""
             INSERT INTO sessions (token_hash, user_id, kind, created_at, expires_at, last_seen_at)
-            VALUES (\(bind: s.tokenHash), \(bind: s.userID), \(bind: s.kind), \(bind: s.createdAt),
+            VALUES (\(bind: s.tokenHash), \(bind: s.userID), \(bind: s.kind.rawValue), \(bind: s.createdAt),
                     \(bind: s.expiresAt), \(bind: s.lastSeenAt))
             """).run()
     }

@@ -1,5 +1,4 @@
 import AppleSignIn
-import CurlHTTP
 import Foundation
 import Hummingbird
 import Logging
@@ -48,7 +47,7 @@ public func buildApplication(
         onServerRunning: onServerRunning,
         logger: logger
     )
-    app.addServices(ResourceCloser(database: dependencies.database, http: dependencies.http))
+    app.addServices(ResourceCloser(database: dependencies.database, apple: dependencies.apple))
     app.addServices(RevocationWorker(dependencies: dependencies, logger: logger))
     app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger, instanceID: dependencies.instanceID))
     app.addServices(ConsentCheckService(dependencies: dependencies, logger: logger))
@@ -71,11 +70,11 @@ struct ResourceCloser: Service, CustomStringConvertible {
     var description: String { "ResourceCloser" }
 
     let database: SIWADatabase
-    let http: CurlHTTPClient
+    let apple: AppleAPIClient
 
     func run() async throws {
         try? await gracefulShutdown()
-        await http.shutdown()
+        await apple.shutdown()
         try? await database.close()
     }
 }

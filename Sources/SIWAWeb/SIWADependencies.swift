@@ -1,5 +1,4 @@
 import AppleSignIn
-import CurlHTTP
 import Foundation
 import Hummingbird
 import JOSE
@@ -11,7 +10,7 @@ import SIWAStore
 public struct SIWADependencies: Sendable {
     public let configuration: SIWAConfiguration
     public let database: SIWADatabase
-    public let http: CurlHTTPClient
+    /// Apple's REST API; its HTTP client is closed with the app (see ``buildApplication``).
     public let apple: AppleAPIClient
     public let keys: JWKSCache
     public let identityTokens: IdentityTokenVerifier
@@ -32,19 +31,16 @@ public struct SIWADependencies: Sendable {
     public let instanceID = SecureRandom.token(byteCount: 12)
     let revocationSignal: RevocationSignal
 
-    /// Builds the Apple client pieces from `configuration`. The caller owns `database` and `http`.
+    /// The key cache and the verifiers are built over `apple` (which the composition root builds with
+    /// its HTTP client and this `now` for its client secrets). The caller owns `database`.
     public init(
-        configuration: SIWAConfiguration, database: SIWADatabase, http: CurlHTTPClient, pages: PageRenderer,
+        configuration: SIWAConfiguration, database: SIWADatabase, apple: AppleAPIClient, pages: PageRenderer,
         metrics: SIWAMetrics = SIWAMetrics(),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
-    ) throws {
-        let timeout = configuration.appleTimeout
-        let secrets = try configuration.clientSecretProvider(now: now)
-        let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: http, secrets: secrets, timeout: timeout)
-        let keys = JWKSCache(keysURL: apple.keysURL, http: http, timeout: timeout, now: now)
+    ) {
+        let keys = apple.keyCache(now: now)
         self.configuration = configuration
         self.database = database
-        self.http = http
         self.apple = apple
         self.keys = keys
         self.identityTokens = IdentityTokenVerifier(keys: keys, now: now)

@@ -1,6 +1,7 @@
 import AppleSignIn
 import Foundation
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Identity token verifier")
@@ -10,8 +11,8 @@ struct IdentityTokenVerifierTests {
 
     /// Runs `body` with a verifier whose keys come from a loopback stand-in publishing kid-A.
     func withVerifier(_ body: @Sendable (IdentityTokenVerifier, JWKSCache) async throws -> Void) async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, now: { Self.now })
+        try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, now: { Self.now })
             try await body(IdentityTokenVerifier(keys: keys, now: { Self.now }), keys)
         }
     }
@@ -48,7 +49,7 @@ struct IdentityTokenVerifierTests {
                 try TestKeys.p8.signES256(input)
             }
             for (token, alg) in [(none, "none"), (hs256, "HS256"), (es256, "ES256")] {
-                await #expect(throws: IdentityTokenError.unsupportedAlgorithm(alg)) {
+                await #expect(throws: IdentityTokenError.jws(.unsupportedAlgorithm(alg))) {
                     try await verifier.verify(token, audiences: Self.audiences, nonce: .notChecked, code: nil)
                 }
             }
@@ -60,13 +61,13 @@ struct IdentityTokenVerifierTests {
     func keysAndSignatures() async throws {
         try await withVerifier { verifier, _ async throws in
             let claims = validClaims(now: Self.now)
-            await #expect(throws: IdentityTokenError.unknownKey("kid-Z")) {
+            await #expect(throws: IdentityTokenError.jws(.unknownKey("kid-Z"))) {
                 try await verifier.verify(try makeToken(claims, kid: "kid-Z"), audiences: Self.audiences, nonce: .exact("nonce-1"), code: nil)
             }
-            await #expect(throws: IdentityTokenError.malformed("header has no kid")) {
+            await #expect(throws: IdentityTokenError.jws(.malformed("header has no kid"))) {
                 try await verifier.verify(try makeToken(claims, kid: nil), audiences: Self.audiences, nonce: .exact("nonce-1"), code: nil)
             }
-            await #expect(throws: IdentityTokenError.invalidSignature) {
+            await #expect(throws: IdentityTokenError.jws(.invalidSignature)) {
                 try await verifier.verify(try makeToken(claims, key: TestKeys.attacker), audiences: Self.audiences, nonce: .exact("nonce-1"), code: nil)
             }
             // Swap in another payload, keeping header and signature.
@@ -75,14 +76,14 @@ struct IdentityTokenVerifierTests {
             forged["sub"] = "someone-else"
             let other = try makeToken(forged).split(separator: ".")
             let tampered = [good[0], other[1], good[2]].joined(separator: ".")
-            await #expect(throws: IdentityTokenError.invalidSignature) {
+            await #expect(throws: IdentityTokenError.jws(.invalidSignature)) {
                 try await verifier.verify(tampered, audiences: Self.audiences, nonce: .exact("nonce-1"), code: nil)
             }
             for garbage in ["", "a.b", "not a token at all", "a.b.c.d"] {
                 await #expect {
                     try await verifier.verify(garbage, audiences: Self.audiences, nonce: .notChecked, code: nil)
                 } throws: { error in
-                    if case .malformed = error as? IdentityTokenError { return true }
+                    if case .jws(.malformed) = error as? IdentityTokenError { return true }
                     return false
                 }
             }
@@ -94,8 +95,8 @@ struct IdentityTokenVerifierTests {
         try await withVerifier { verifier, _ async throws in
             var claims = validClaims(now: Self.now)
             claims["iss"] = "https://evil.example"
-            await #expect(throws: IdentityTokenError.wrongIssuer("https://evil.example")) { try await verify(verifier, claims) }
-            await #expect(throws: IdentityTokenError.wrongAudience("com.example.other")) {
+            await #expect(throws: IdentityTokenError.jws(.wrongIssuer("https://evil.example"))) { try await verify(verifier, claims) }
+            await #expect(throws: IdentityTokenError.jws(.wrongAudience("com.example.other"))) {
                 try await verify(verifier, validClaims(now: Self.now, aud: "com.example.other"))
             }
         }
@@ -106,15 +107,15 @@ struct IdentityTokenVerifierTests {
         try await withVerifier { verifier, _ async throws in
             var claims = validClaims(now: Self.now)
             claims["exp"] = Self.now - 61
-            await #expect(throws: IdentityTokenError.expired) { try await verify(verifier, claims) }
+            await #expect(throws: IdentityTokenError.jws(.expired)) { try await verify(verifier, claims) }
             claims["exp"] = Self.now - 60
-            await #expect(throws: IdentityTokenError.expired) { try await verify(verifier, claims) }
+            await #expect(throws: IdentityTokenError.jws(.expired)) { try await verify(verifier, claims) }
             claims["exp"] = Self.now - 30
             #expect(try await verify(verifier, claims).exp == Self.now - 30)
 
             claims = validClaims(now: Self.now)
             claims["iat"] = Self.now + 61
-            await #expect(throws: IdentityTokenError.issuedInFuture) { try await verify(verifier, claims) }
+            await #expect(throws: IdentityTokenError.jws(.issuedInFuture)) { try await verify(verifier, claims) }
             claims["iat"] = Self.now + 60
             #expect(try await verify(verifier, claims).iat == Self.now + 60)
         }
@@ -189,13 +190,13 @@ struct IdentityTokenVerifierTests {
 
             claims["aud"] = ["com.example.web", "com.example.other"]
             await #expect { try await verify(verifier, claims) } throws: { error in
-                if case .malformed = error as? IdentityTokenError { return true }
+                if case .jws(.malformed) = error as? IdentityTokenError { return true }
                 return false
             }
             claims["aud"] = "com.example.web"
             claims["email_verified"] = "yes"
             await #expect { try await verify(verifier, claims) } throws: { error in
-                if case .malformed = error as? IdentityTokenError { return true }
+                if case .jws(.malformed) = error as? IdentityTokenError { return true }
                 return false
             }
         }

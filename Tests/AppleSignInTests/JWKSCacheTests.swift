@@ -1,17 +1,18 @@
 import AppleSignIn
 import Foundation
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("JWKS cache")
 struct JWKSCacheTests {
     @Test("many concurrent verifications share one fetch")
     func oneFetchForMany() async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
+        try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
             // setup: the fetch is slow, so every caller arrives while it is in flight
-            standIn.setBehaviour(.delay(.milliseconds(300)), for: "/auth/keys")
+            apple.setBehaviour(.delay(.milliseconds(300)), for: "/auth/keys")
             let clock = TestClock()
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, now: clock.function)
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, now: clock.function)
             let verifier = IdentityTokenVerifier(keys: keys, now: clock.function)
             let token = try makeToken(validClaims(now: clock.now))
             // MUT
@@ -27,15 +28,15 @@ struct JWKSCacheTests {
             #expect(subs.count == 100)
             #expect(Set(subs) == ["001234.abcdef.0001"])
             #expect(await keys.fetchCount == 1)
-            #expect(standIn.count("/auth/keys") == 1)
+            #expect(apple.count("/auth/keys") == 1)
         }
     }
 
     @Test("an unknown kid refetches at most once per minimumRefetchInterval, even under a flood")
     func unknownKidFlood() async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
+        try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
             let clock = TestClock()
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, minimumRefetchInterval: 60, now: clock.function)
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, minimumRefetchInterval: 60, now: clock.function)
             _ = try await keys.key(for: "kid-A")
             #expect(await keys.fetchCount == 1)
 
@@ -46,7 +47,7 @@ struct JWKSCacheTests {
                             do {
                                 _ = try await keys.key(for: kid)
                                 return true
-                            } catch IdentityTokenError.unknownKey {
+                            } catch AppleJWSError.unknownKey {
                                 return false
                             } catch {
                                 return nil
@@ -73,45 +74,45 @@ struct JWKSCacheTests {
             #expect(await keys.fetchCount == 2)
 
             // Apple rotates in kid-B; a minute after the last fetch the first caller finds it.
-            standIn.setKeys([TestKeys.jwkA, TestKeys.jwkB])
+            apple.setKeys([TestKeys.jwkA, TestKeys.jwkB])
             clock.advance(31)
             result = await flood("kid-B")
             #expect(result.found == 200)
             #expect(await keys.fetchCount == 3)
             #expect(await keys.cachedKeyIDs == ["kid-A", "kid-B"])
-            #expect(standIn.count("/auth/keys") == 3)
+            #expect(apple.count("/auth/keys") == 3)
         }
     }
 
     @Test("keys are parsed once and reused across refetches; rotated-out keys disappear")
     func parsedOnce() async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA, TestKeys.jwkB]) { standIn async throws in
+        try await LoopbackApple.with(keys: [TestKeys.jwkA, TestKeys.jwkB]) { apple async throws in
             let clock = TestClock()
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, ttl: 3600, now: clock.function)
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, ttl: 3600, now: clock.function)
             let first = try await keys.key(for: "kid-A")
             clock.advance(3601)
-            standIn.setKeys([TestKeys.jwkA])
+            apple.setKeys([TestKeys.jwkA])
             let second = try await keys.key(for: "kid-A")
             #expect(await keys.fetchCount == 2)
             #expect(first === second)
             #expect(first.modulus == TestKeys.appleA.publicKey.modulus)
-            await #expect(throws: IdentityTokenError.unknownKey("kid-B")) { try await keys.key(for: "kid-B") }
+            await #expect(throws: AppleJWSError.unknownKey("kid-B")) { try await keys.key(for: "kid-B") }
         }
     }
 
     @Test("stale keys keep serving while Apple is down")
     func staleWhileDown() async throws {
         let clock = TestClock()
-        let (keys, port) = try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, ttl: 3600, now: clock.function)
+        let (keys, port) = try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, ttl: 3600, now: clock.function)
             _ = try await keys.key(for: "kid-A")
             // A 500 at Apple after the TTL: the cached key still serves.
             clock.advance(3601)
-            standIn.setBehaviour(.status(500), for: "/auth/keys")
+            apple.setBehaviour(.status(500), for: "/auth/keys")
             let key = try await keys.key(for: "kid-A")
             #expect(key.modulus == TestKeys.appleA.publicKey.modulus)
             #expect(await keys.fetchCount == 2)
-            return (keys, standIn.port)
+            return (keys, apple.port)
         }
         // The stand-in is gone now (connection refused): still served.
         clock.advance(3601)
@@ -127,29 +128,29 @@ struct JWKSCacheTests {
         await #expect {
             try await keys.key(for: "kid-new")
         } throws: { error in
-            guard case let .keysUnavailable(reason) = error as? IdentityTokenError else { return false }
+            guard case let .keysUnavailable(reason) = error as? AppleJWSError else { return false }
             return reason.contains("127.0.0.1:\(port)")
         }
     }
 
     @Test("no keys at all: keysUnavailable, for 5xx, non-JSON and an empty set")
     func unavailable() async throws {
-        try await AppleStandIn.with(keys: []) { standIn async throws in
+        try await LoopbackApple.with(keys: []) { apple async throws in
             let clock = TestClock()
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, now: clock.function)
-            for behaviour in [AppleStandIn.Behaviour.status(503), .garbage, .normal] {
-                standIn.setBehaviour(behaviour, for: "/auth/keys")
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, now: clock.function)
+            for behaviour in [LoopbackApple.Behaviour.status(503), .garbage, .normal] {
+                apple.setBehaviour(behaviour, for: "/auth/keys")
                 clock.advance(10)
                 await #expect {
                     try await keys.key(for: "kid-A")
                 } throws: { error in
-                    if case .keysUnavailable = error as? IdentityTokenError { return true }
+                    if case .keysUnavailable = error as? AppleJWSError { return true }
                     return false
                 }
             }
             #expect(await keys.fetchCount == 3)
             // Once Apple recovers, the next attempt (after the short failure back-off) succeeds.
-            standIn.setKeys([TestKeys.jwkA])
+            apple.setKeys([TestKeys.jwkA])
             clock.advance(5)
             _ = try await keys.key(for: "kid-A")
             #expect(await keys.fetchCount == 4)

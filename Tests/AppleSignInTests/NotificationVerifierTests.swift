@@ -1,6 +1,7 @@
 import AppleSignIn
 import Foundation
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Server-to-server notifications")
@@ -8,8 +9,8 @@ struct NotificationVerifierTests {
     static let now: Int64 = 1_800_000_000
 
     func withVerifier(_ body: @Sendable (NotificationVerifier) async throws -> Void) async throws {
-        try await AppleStandIn.with(keys: [TestKeys.jwkA]) { standIn async throws in
-            let keys = JWKSCache(keysURL: standIn.keysURL, http: sharedHTTP, now: { Self.now })
+        try await LoopbackApple.with(keys: [TestKeys.jwkA]) { apple async throws in
+            let keys = JWKSCache(keysURL: apple.keysURL, http: sharedHTTP, now: { Self.now })
             try await body(NotificationVerifier(keys: keys, now: { Self.now }))
         }
     }
@@ -62,7 +63,7 @@ struct NotificationVerifierTests {
                 try await verifier.verify(body: try body(claims(events: ["type": "account-exploded", "sub": "s"])), audiences: ["com.example.web"])
             }
             #expect(NotificationError.unknownEventType("x").isAuthenticButUnsupported)
-            #expect(!NotificationError.invalidSignature.isAuthenticButUnsupported)
+            #expect(!NotificationError.jws(.invalidSignature).isAuthenticButUnsupported)
         }
     }
 
@@ -81,37 +82,37 @@ struct NotificationVerifierTests {
     func refused() async throws {
         try await withVerifier { verifier async throws in
             let events = ["type": "account-delete", "sub": "s"]
-            await #expect(throws: NotificationError.invalidSignature) {
+            await #expect(throws: NotificationError.jws(.invalidSignature)) {
                 try await verifier.verify(body: try body(claims(events: events), key: TestKeys.attacker), audiences: ["com.example.web"])
             }
-            await #expect(throws: NotificationError.wrongAudience("com.example.other")) {
+            await #expect(throws: NotificationError.jws(.wrongAudience("com.example.other"))) {
                 try await verifier.verify(body: try body(claims(events: events, aud: "com.example.other")), audiences: ["com.example.web"])
             }
             var wrongIssuer = claims(events: events)
             wrongIssuer["iss"] = "https://evil.example"
-            await #expect(throws: NotificationError.wrongIssuer("https://evil.example")) {
+            await #expect(throws: NotificationError.jws(.wrongIssuer("https://evil.example"))) {
                 try await verifier.verify(body: try body(wrongIssuer), audiences: ["com.example.web"])
             }
             var future = claims(events: events)
             future["iat"] = Self.now + 120
-            await #expect(throws: NotificationError.issuedInFuture) {
+            await #expect(throws: NotificationError.jws(.issuedInFuture)) {
                 try await verifier.verify(body: try body(future), audiences: ["com.example.web"])
             }
             var old = claims(events: events)
             old["iat"] = Self.now - 8 * 86_400
-            await #expect(throws: NotificationError.expired) {
+            await #expect(throws: NotificationError.jws(.expired)) {
                 try await verifier.verify(body: try body(old), audiences: ["com.example.web"])
             }
             var expired = claims(events: events)
             expired["exp"] = Self.now - 120
-            await #expect(throws: NotificationError.expired) {
+            await #expect(throws: NotificationError.jws(.expired)) {
                 try await verifier.verify(body: try body(expired), audiences: ["com.example.web"])
             }
             var arrayAudience = claims(events: events)
             arrayAudience["aud"] = ["com.example.web"]
             #expect(try await verifier.verify(body: try body(arrayAudience), audiences: ["com.example.web"]).audience == "com.example.web")
-            #expect(NotificationError.invalidSignature.httpStatus == 400)
-            #expect(NotificationError.keysUnavailable("x").httpStatus == 503)
+            #expect(NotificationError.jws(.invalidSignature).httpStatus == 400)
+            #expect(NotificationError.jws(.keysUnavailable("x")).httpStatus == 503)
             for bad in ["", "{}", "[1]", #"{"payload": 5}"#, "payload=abc"] {
                 await #expect {
                     try await verifier.verify(body: Array(bad.utf8), audiences: ["com.example.web"])
@@ -123,14 +124,14 @@ struct NotificationVerifierTests {
             await #expect {
                 try await verifier.verify(body: try body(claims(events: "{not json")), audiences: ["com.example.web"])
             } throws: { error in
-                if case .malformedToken = error as? NotificationError { return true }
+                if case .jws(.malformed) = error as? NotificationError { return true }
                 return false
             }
             let payload = Array(try JSONSerialization.data(withJSONObject: claims(events: events)))
             let hs = CompactJWS.serialize(header: JWSHeader(alg: "HS256", kid: "kid-A"), payload: payload) { input in
                 HMACSHA256.authenticationCode(key: TestKeys.appleA.publicKey.modulus, data: input)
             }
-            await #expect(throws: NotificationError.unsupportedAlgorithm("HS256")) {
+            await #expect(throws: NotificationError.jws(.unsupportedAlgorithm("HS256"))) {
                 try await verifier.verify(body: Array(try JSONSerialization.data(withJSONObject: ["payload": hs])), audiences: ["com.example.web"])
             }
         }

@@ -60,7 +60,7 @@ struct RequestOptionsTests {
         let samples = ["plain", "a b+c=d&e", "ünïcødé 🍎", "~._-", "100%", "/?#[]@!$'()*,;", ""]
         for sample in samples {
             let expected = try #require(sample.addingPercentEncoding(withAllowedCharacters: unreserved))
-            #expect(HTTPClientRequest.formEncode(sample) == expected)
+            #expect(PercentEncoding.encode(sample) == expected)
         }
         let request = HTTPClientRequest.form(url: "http://127.0.0.1/", fields: [("a b", "c&d"), ("e", "")])
         #expect(request.method == .POST)

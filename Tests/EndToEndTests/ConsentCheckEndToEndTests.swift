@@ -10,10 +10,9 @@ import Testing
 @Suite("End to end: the daily consent check against the emulator")
 struct ConsentCheckEndToEndTests {
     @Test("a refresh token revoked at the emulator ends that person's session at the next pass; the other person stays",
-          arguments: TestDatabase.allCases)
-    func revokedAtTheEmulator(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: Backend.allCases)
+    func revokedAtTheEmulator(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             // setup: two people signed in through the emulator
             let ada = WebClient(http: e2e.http)
             let grace = WebClient(http: e2e.http)

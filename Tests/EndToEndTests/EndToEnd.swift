@@ -22,6 +22,17 @@ struct EndToEnd: Sendable {
     /// A data folder (keys, SQLite file) that survives a restart within one test.
     static func dataDirectory() -> String { NSTemporaryDirectory() + "siwa-e2e-\(UUID().uuidString)" }
 
+    /// Runs `body` with both servers started on a private database on `backend` (nothing when that
+    /// backend is skipped); stops them and removes the database afterwards.
+    static func run(
+        on backend: Backend, settings: [String: String] = [:], logger appLogger: Logger = TestDatabase.quietLogger,
+        _ body: @escaping @Sendable (EndToEnd) async throws -> Void
+    ) async throws {
+        try await withDatabase(backend) { test in
+            try await run(databaseLocation: (test.url, test.schema), settings: settings, logger: appLogger, body)
+        }
+    }
+
     /// Runs `body` with both servers started; stops them afterwards. Pass the same `dataDirectory`,
     /// `databaseLocation` and `emulator` again to restart the app on the same state.
     static func run(

@@ -56,10 +56,9 @@ extension EndToEnd {
 @Suite("End to end: app + emulator over loopback")
 struct EndToEndTests {
     @Test("sign in through the emulator, sign out, sign in again, delete: the emulator sees the revoke",
-          arguments: TestDatabase.allCases)
-    func wholeFlow(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: Backend.allCases)
+    func wholeFlow(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             let browser = WebClient(http: e2e.http)
             // setup
             let authorization = try await e2e.start(browser)
@@ -95,10 +94,9 @@ struct EndToEndTests {
     }
 
     @Test("the emulator's faults reach the person as error pages with the right status, and the name survives",
-          arguments: [TestDatabase.sqlite])
-    func faults(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "3"]) { e2e in
+          arguments: [Backend.sqlite])
+    func faults(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend, settings: ["APPLE_TIMEOUT": "3"]) { e2e in
             let browser = WebClient(http: e2e.http)
             let cases: [(EmulatorFault, Int)] = [
                 (EmulatorFault(kind: .invalidGrant), 400),
@@ -122,10 +120,9 @@ struct EndToEndTests {
     }
 
     @Test("stop using at the emulator sends consent-revoked: the app ends the person's sessions",
-          arguments: TestDatabase.allCases)
-    func stopUsingNotification(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: Backend.allCases)
+    func stopUsingNotification(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             let browser = WebClient(http: e2e.http)
             _ = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p3")
             #expect(try await browser.get(e2e.appURL + "/account").page == "account")
@@ -167,10 +164,9 @@ struct EndToEndTests {
         }
     }
 
-    @Test("the iOS app's credential from the emulator signs in through /auth/apple/native", arguments: [TestDatabase.sqlite])
-    func nativeSignIn(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+    @Test("the iOS app's credential from the emulator signs in through /auth/apple/native", arguments: [Backend.sqlite])
+    func nativeSignIn(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             let bundleID = try #require(e2e.configuration.nativeClientIDs.first)
             // the app asks siwa for a nonce first (SPEC §7), and Apple gets its SHA-256
             let issued = try await e2e.http.execute(HTTPClientRequest(method: .POST, url: e2e.appURL + "/auth/apple/native/nonce"))

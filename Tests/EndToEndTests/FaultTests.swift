@@ -23,10 +23,9 @@ struct FaultTests {
     }
 
     @Test("Apple's keys endpoint failing with a cold cache: 502 error page and no session; the next sign-in after it recovers works",
-          arguments: [TestDatabase.sqlite])
-    func keysDownColdCache(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: [Backend.sqlite])
+    func keysDownColdCache(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             // setup: no sign-in has happened yet, so the app has never fetched Apple's keys
@@ -53,11 +52,10 @@ struct FaultTests {
     }
 
     @Test("with a warm key cache, Apple's keys endpoint failing or hanging does not stop sign-ins",
-          arguments: [TestDatabase.sqlite, TestDatabase.postgres])
-    func keysDownWarmCache(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
+          arguments: [Backend.sqlite, Backend.postgres])
+    func keysDownWarmCache(backend: Backend) async throws {
         // The default APPLE_TIMEOUT (10 s): a refetch during the hang would outlast the client's wait and fail.
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+        try await EndToEnd.run(on: backend) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             // setup: one sign-in warms the cache
@@ -81,10 +79,9 @@ struct FaultTests {
     }
 
     @Test("faults on Apple's authorize sheet: the person retries the same URL and the pending sign-in still completes",
-          arguments: [TestDatabase.sqlite])
-    func authorizeFaults(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: [Backend.sqlite])
+    func authorizeFaults(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             let authorization = try await e2e.start(browser)
@@ -107,10 +104,9 @@ struct FaultTests {
     }
 
     @Test("a hanging revoke: the person sees the deletion at once, the worker gives up at APPLE_TIMEOUT and retries until Apple answers",
-          arguments: [TestDatabase.sqlite, TestDatabase.postgres])
-    func revokeHang(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "2"]) { e2e in
+          arguments: [Backend.sqlite, Backend.postgres])
+    func revokeHang(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend, settings: ["APPLE_TIMEOUT": "2"]) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             _ = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p3")
@@ -132,10 +128,9 @@ struct FaultTests {
         }
     }
 
-    @Test("a slow token endpoint under APPLE_TIMEOUT still signs in", arguments: [TestDatabase.sqlite])
-    func slowTokenEndpoint(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location, settings: ["APPLE_TIMEOUT": "5"]) { e2e in
+    @Test("a slow token endpoint under APPLE_TIMEOUT still signs in", arguments: [Backend.sqlite])
+    func slowTokenEndpoint(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend, settings: ["APPLE_TIMEOUT": "5"]) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             await e2e.emulator.injectFault(EmulatorFault(kind: .latency, latencyMilliseconds: 700), for: .token)
@@ -146,10 +141,9 @@ struct FaultTests {
     }
 
     @Test("MAX_PENDING_AUTHORIZATIONS bounds sign-ins in progress: past it /auth/apple is a 503 page; a finished sign-in frees a slot",
-          arguments: TestDatabase.allCases)
-    func pendingAuthorizationCap(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location, settings: ["MAX_PENDING_AUTHORIZATIONS": "3"]) { e2e in
+          arguments: Backend.allCases)
+    func pendingAuthorizationCap(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend, settings: ["MAX_PENDING_AUTHORIZATIONS": "3"]) { e2e in
             try await e2e.settled()
             // setup: three abandoned sign-ins from three browsers
             var started: [(WebClient, Authorization)] = []
@@ -185,10 +179,9 @@ struct FaultTests {
 @Suite("Threat model, end to end", .serialized)
 struct ThreatModelTests {
     @Test("open redirect: no parameter of /auth/apple, the callback or the notice can send the browser elsewhere",
-          arguments: [TestDatabase.sqlite])
-    func noOpenRedirect(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: [Backend.sqlite])
+    func noOpenRedirect(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             try await e2e.settled()
             let browser = WebClient(http: e2e.http)
             let evil = "https://evil.example/steal"
@@ -229,10 +222,9 @@ struct ThreatModelTests {
     }
 
     @Test("session fixation: a session cookie planted before sign-in is never adopted; sign-in issues a fresh one",
-          arguments: TestDatabase.allCases)
-    func sessionFixation(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: Backend.allCases)
+    func sessionFixation(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             try await e2e.settled()
             let victim = WebClient(http: e2e.http)
             // setup: the attacker plants a well-formed session value it knows
@@ -254,10 +246,9 @@ struct ThreatModelTests {
     }
 
     @Test("account takeover: an email in the unsigned user JSON is never trusted; the account's email comes from the id_token",
-          arguments: TestDatabase.allCases)
-    func unsignedEmailIgnored(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        try await EndToEnd.run(databaseLocation: location) { e2e in
+          arguments: Backend.allCases)
+    func unsignedEmailIgnored(backend: Backend) async throws {
+        try await EndToEnd.run(on: backend) { e2e in
             try await e2e.settled()
             // setup: the victim has an account with their real address
             let victim = WebClient(http: e2e.http)
@@ -286,49 +277,50 @@ struct ThreatModelTests {
     }
 
     @Test("secrets never reach the logs: codes, id_tokens, client secrets, Apple tokens, session, binding and CSRF values",
-          arguments: [TestDatabase.sqlite])
-    func secretsNotLogged(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        let lines = LogLines()
-        var logger = Logger(label: "siwa") { _ in CapturingLogHandler(lines: lines) }
-        logger.logLevel = .trace
-        try await EndToEnd.run(databaseLocation: location, logger: logger) { e2e in
-            try await e2e.settled()
-            let browser = WebClient(http: e2e.http)
-            // setup + MUT: a sign-in with a failing first exchange, a good one, a replay, sign-out, deletion (revoke)
-            await e2e.emulator.injectFault(EmulatorFault(kind: .invalidGrant, count: 1), for: .token)
-            let failedAuthorization = try await e2e.start(browser)
-            let failedFields = try await e2e.emulator.approve(ApprovalRequest(
-                clientID: e2e.configuration.clientID, redirectURI: e2e.configuration.redirectURI,
-                state: failedAuthorization.state, nonce: failedAuthorization.nonce, personID: "p1"))
-            #expect(try await browser.postForm(e2e.appURL + "/auth/apple/callback", failedFields.formFields).page == "error")
+          arguments: [Backend.sqlite])
+    func secretsNotLogged(backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let lines = LogLines()
+            var logger = Logger(label: "siwa") { _ in CapturingLogHandler(lines: lines) }
+            logger.logLevel = .trace
+            try await EndToEnd.run(databaseLocation: (test.url, test.schema), logger: logger) { e2e in
+                try await e2e.settled()
+                let browser = WebClient(http: e2e.http)
+                // setup + MUT: a sign-in with a failing first exchange, a good one, a replay, sign-out, deletion (revoke)
+                await e2e.emulator.injectFault(EmulatorFault(kind: .invalidGrant, count: 1), for: .token)
+                let failedAuthorization = try await e2e.start(browser)
+                let failedFields = try await e2e.emulator.approve(ApprovalRequest(
+                    clientID: e2e.configuration.clientID, redirectURI: e2e.configuration.redirectURI,
+                    state: failedAuthorization.state, nonce: failedAuthorization.nonce, personID: "p1"))
+                #expect(try await browser.postForm(e2e.appURL + "/auth/apple/callback", failedFields.formFields).page == "error")
 
-            let authorization = try await e2e.start(browser)
-            let fields = try await e2e.emulator.approve(ApprovalRequest(
-                clientID: e2e.configuration.clientID, redirectURI: e2e.configuration.redirectURI,
-                state: authorization.state, nonce: authorization.nonce, personID: "p1"))
-            let binding = try #require(browser.jar["siwa_binding"])
-            #expect(try await browser.postForm(e2e.appURL + "/auth/apple/callback", fields.formFields).header("Location") == "/account")
-            #expect(try await browser.postForm(e2e.appURL + "/auth/apple/callback", fields.formFields).page == "error", "replay refused")
-            let session = try #require(browser.jar["siwa_session"])
-            let account = try await browser.get(e2e.appURL + "/account")
-            let csrf = try #require(FaultTests.csrf(in: account.text))
-            #expect(try await browser.postForm(e2e.appURL + "/account/delete", [("csrf", csrf), ("confirm", "yes")]).page == "deleted")
-            // the worker logs after Apple answered: wait for its line, so every step's logs are in
-            let revoked = try await e2e.eventually { lines.all.contains { $0.contains("revocation accepted") } }
-            #expect(revoked, "the capture saw the revocation worker's log")
+                let authorization = try await e2e.start(browser)
+                let fields = try await e2e.emulator.approve(ApprovalRequest(
+                    clientID: e2e.configuration.clientID, redirectURI: e2e.configuration.redirectURI,
+                    state: authorization.state, nonce: authorization.nonce, personID: "p1"))
+                let binding = try #require(browser.jar["siwa_binding"])
+                #expect(try await browser.postForm(e2e.appURL + "/auth/apple/callback", fields.formFields).header("Location") == "/account")
+                #expect(try await browser.postForm(e2e.appURL + "/auth/apple/callback", fields.formFields).page == "error", "replay refused")
+                let session = try #require(browser.jar["siwa_session"])
+                let account = try await browser.get(e2e.appURL + "/account")
+                let csrf = try #require(FaultTests.csrf(in: account.text))
+                #expect(try await browser.postForm(e2e.appURL + "/account/delete", [("csrf", csrf), ("confirm", "yes")]).page == "deleted")
+                // the worker logs after Apple answered: wait for its line, so every step's logs are in
+                let revoked = try await e2e.eventually { lines.all.contains { $0.contains("revocation accepted") } }
+                #expect(revoked, "the capture saw the revocation worker's log")
 
-            // validate
-            let text = lines.all.joined(separator: "\n")
-            #expect(text.contains("signed in"), "the capture saw the sign-in's log")
-            for (name, secret) in [("code", fields.code), ("failed code", failedFields.code), ("id_token", fields.idToken ?? "-"),
-                                   ("session", session), ("binding", binding), ("csrf", csrf)] {
-                #expect(!text.contains(secret), "\(name) appears in the logs")
+                // validate
+                let text = lines.all.joined(separator: "\n")
+                #expect(text.contains("signed in"), "the capture saw the sign-in's log")
+                for (name, secret) in [("code", fields.code), ("failed code", failedFields.code), ("id_token", fields.idToken ?? "-"),
+                                       ("session", session), ("binding", binding), ("csrf", csrf)] {
+                    #expect(!text.contains(secret), "\(name) appears in the logs")
+                }
+                // any JWT (id_token, client secret, notification) is base64url of `{"…` twice: eyJ….eyJ
+                #expect(text.range(of: #"eyJ[A-Za-z0-9_-]*\.eyJ"#, options: .regularExpression) == nil, "a JWT appears in the logs")
+                // the emulator's refresh and access tokens look like Apple's: r|a + 32 hex + .0. + 8 hex
+                #expect(text.range(of: #"[ra][0-9a-f]{32}\.0\.[0-9a-f]{8}"#, options: .regularExpression) == nil, "an Apple token appears in the logs")
             }
-            // any JWT (id_token, client secret, notification) is base64url of `{"…` twice: eyJ….eyJ
-            #expect(text.range(of: #"eyJ[A-Za-z0-9_-]*\.eyJ"#, options: .regularExpression) == nil, "a JWT appears in the logs")
-            // the emulator's refresh and access tokens look like Apple's: r|a + 32 hex + .0. + 8 hex
-            #expect(text.range(of: #"[ra][0-9a-f]{32}\.0\.[0-9a-f]{8}"#, options: .regularExpression) == nil, "an Apple token appears in the logs")
         }
     }
 }

@@ -64,7 +64,7 @@ struct TransferWorld: Sendable {
         return try await database.completeSignIn(NewSignIn(
             appleSub: sub, email: "\(given.lowercased())@example.com", emailVerified: true, isPrivateEmail: false,
             givenName: given, familyName: "Sender", clientID: senderClientID, sealRefreshToken: nil,
-            sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: "web", sessionExpiresAt: now + 3_600, now: now
+            sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: .web, sessionExpiresAt: now + 3_600, now: now
         )).0
     }
 }
@@ -77,105 +77,103 @@ final class Rows: @unchecked Sendable {
 @Suite("Team transfer: export at the sending team, import at the recipient, through the emulator")
 struct TransferTests {
     @Test("every account moves to the recipient team's sub; a rerun asks Apple nothing; the person signs in to the same account",
-          arguments: TestDatabase.allCases)
-    func exportThenImport(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        let world = try await TransferWorld.make()
-        // setup: the sending team's database (which the recipient then takes over)
-        let sender = try await SIWADatabase.open(location.url, logger: TestDatabase.quietLogger, postgresSchema: location.schema)
-        try await sender.migrate()
-        let ada = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p1", clientID: TransferWorld.senderClientID), given: "Ada")
-        let grace = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p2", clientID: TransferWorld.senderClientID), given: "Grace")
-        let ghost = try await TransferWorld.addAccount(sender, sub: "000000.0123456789abcdef0123456789abcdef.0000", given: "Ghost")
+          arguments: Backend.allCases)
+    func exportThenImport(backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let world = try await TransferWorld.make()
+            // setup: the sending team's database (which the recipient then takes over)
+            let sender = test.db
+            let ada = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p1", clientID: TransferWorld.senderClientID), given: "Ada")
+            let grace = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p2", clientID: TransferWorld.senderClientID), given: "Grace")
+            let ghost = try await TransferWorld.addAccount(sender, sub: "000000.0123456789abcdef0123456789abcdef.0000", given: "Ghost")
 
-        try await EndToEnd.run(dataDirectory: world.dataDirectory, databaseLocation: location, emulator: world.emulator,
-                               settings: world.settings) { e2e in
-            // MUT: export at the sending team
-            let rows = Rows()
-            let exported = try await TransferExporter(
-                database: sender, session: try world.senderSession(e2e), clientID: TransferWorld.senderClientID,
-                recipientTeamID: world.recipient.teamID, concurrency: 2, pageSize: 2, quiet: true
-            ).run { rows.all.append($0) }
-            // validate: one row per account Apple knows; the unknown one is reported, not written
-            #expect(exported.exported == 2)
-            #expect(Array(exported.failures.keys) == [ghost.id])
-            let byUser = Dictionary(uniqueKeysWithValues: rows.all.map { ($0.userID, $0) })
-            #expect(byUser[ada.id]?.sub == ada.appleSub && byUser[grace.id]?.sub == grace.appleSub)
-            #expect(Set(rows.all.map(\.transferSub)).count == 2)
-            #expect(rows.all.allSatisfy { $0.transferSub != $0.sub })
-            // The file round-trips.
-            let text = ([TransferMappingFile.header] + (try rows.all.map(TransferMappingFile.line))).joined(separator: "\n") + "\n"
-            let parsed = try TransferMappingFile.parse(text)
-            #expect(parsed == rows.all)
+            try await EndToEnd.run(dataDirectory: world.dataDirectory, databaseLocation: (test.url, test.schema), emulator: world.emulator,
+                                   settings: world.settings) { e2e in
+                // MUT: export at the sending team
+                let rows = Rows()
+                let exported = try await TransferExporter(
+                    database: sender, session: try world.senderSession(e2e), clientID: TransferWorld.senderClientID,
+                    recipientTeamID: world.recipient.teamID, concurrency: 2, pageSize: 2, quiet: true
+                ).run { rows.all.append($0) }
+                // validate: one row per account Apple knows; the unknown one is reported, not written
+                #expect(exported.exported == 2)
+                #expect(Array(exported.failures.keys) == [ghost.id])
+                let byUser = Dictionary(uniqueKeysWithValues: rows.all.map { ($0.userID, $0) })
+                #expect(byUser[ada.id]?.sub == ada.appleSub && byUser[grace.id]?.sub == grace.appleSub)
+                #expect(Set(rows.all.map(\.transferSub)).count == 2)
+                #expect(rows.all.allSatisfy { $0.transferSub != $0.sub })
+                // The file round-trips.
+                let text = ([TransferMappingFile.header] + (try rows.all.map(TransferMappingFile.line))).joined(separator: "\n") + "\n"
+                let parsed = try TransferMappingFile.parse(text)
+                #expect(parsed == rows.all)
 
-            // MUT: import at the recipient
-            let importer = TransferImporter(database: e2e.database, session: try world.recipientSession(e2e),
-                                            clientID: world.recipient.clientID, concurrency: 2, quiet: true)
-            let imported = try await importer.run(rows: parsed)
-            // validate
-            #expect(imported.moved == 2 && imported.isComplete)
-            let adaSub = try await world.emulator.sub(personID: "p1", clientID: world.recipient.clientID)
-            let graceSub = try await world.emulator.sub(personID: "p2", clientID: world.recipient.clientID)
-            #expect(adaSub != ada.appleSub)
-            #expect(try await e2e.database.user(id: ada.id)?.appleSub == adaSub)
-            #expect(try await e2e.database.user(id: grace.id)?.appleSub == graceSub)
-            #expect(try await e2e.database.user(id: ghost.id)?.appleSub == ghost.appleSub)
+                // MUT: import at the recipient
+                let importer = TransferImporter(database: e2e.database, session: try world.recipientSession(e2e),
+                                                clientID: world.recipient.clientID, concurrency: 2, quiet: true)
+                let imported = try await importer.run(rows: parsed)
+                // validate
+                #expect(imported.moved == 2 && imported.isComplete)
+                let adaSub = try await world.emulator.sub(personID: "p1", clientID: world.recipient.clientID)
+                let graceSub = try await world.emulator.sub(personID: "p2", clientID: world.recipient.clientID)
+                #expect(adaSub != ada.appleSub)
+                #expect(try await e2e.database.user(id: ada.id)?.appleSub == adaSub)
+                #expect(try await e2e.database.user(id: grace.id)?.appleSub == graceSub)
+                #expect(try await e2e.database.user(id: ghost.id)?.appleSub == ghost.appleSub)
 
-            // A rerun changes nothing and does not ask Apple.
-            let migrationCalls = await e2e.emulator.events.filter { $0.kind == .migration }.count
-            let again = try await importer.run(rows: parsed)
-            #expect(again.moved == 0 && again.alreadyImported == 2 && again.isComplete)
-            #expect(await e2e.emulator.events.filter { $0.kind == .migration }.count == migrationCalls)
+                // A rerun changes nothing and does not ask Apple.
+                let migrationCalls = await e2e.emulator.events.filter { $0.kind == .migration }.count
+                let again = try await importer.run(rows: parsed)
+                #expect(again.moved == 0 && again.alreadyImported == 2 && again.isComplete)
+                #expect(await e2e.emulator.events.filter { $0.kind == .migration }.count == migrationCalls)
 
-            // Ada signs in at the recipient's site: her account, not a new one.
-            let browser = WebClient(http: e2e.http)
-            let callback = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p1")
-            #expect(callback.status == 303 && callback.header("Location") == "/account")
-            #expect(try await e2e.database.accountCount() == 3)
-            #expect(try await e2e.database.user(sub: adaSub)?.id == ada.id)
-            #expect(try await browser.get(e2e.appURL + "/account").text.contains("Ada Sender"))
+                // Ada signs in at the recipient's site: her account, not a new one.
+                let browser = WebClient(http: e2e.http)
+                let callback = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p1")
+                #expect(callback.status == 303 && callback.header("Location") == "/account")
+                #expect(try await e2e.database.accountCount() == 3)
+                #expect(try await e2e.database.user(sub: adaSub)?.id == ada.id)
+                #expect(try await browser.get(e2e.appURL + "/account").text.contains("Ada Sender"))
+            }
         }
-        try await sender.close()
     }
 
     @Test("an account waiting under its transfer_sub moves at sign-in (the id_token carries transfer_sub); an unknown transfer_sub is parked",
-          arguments: TestDatabase.allCases)
-    func signInCarriesTransferSub(database: TestDatabase) async throws {
-        guard let location = try database.location() else { return }
-        let world = try await TransferWorld.make()
-        let sender = try await SIWADatabase.open(location.url, logger: TestDatabase.quietLogger, postgresSchema: location.schema)
-        try await sender.migrate()
-        let grace = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p2", clientID: TransferWorld.senderClientID), given: "Grace")
-        let stray = try await TransferWorld.addAccount(sender, sub: "000001.fedcba9876543210fedcba9876543210.0001", given: "Stray")
+          arguments: Backend.allCases)
+    func signInCarriesTransferSub(backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let world = try await TransferWorld.make()
+            let sender = test.db
+            let grace = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p2", clientID: TransferWorld.senderClientID), given: "Grace")
+            let stray = try await TransferWorld.addAccount(sender, sub: "000001.fedcba9876543210fedcba9876543210.0001", given: "Stray")
 
-        try await EndToEnd.run(dataDirectory: world.dataDirectory, databaseLocation: location, emulator: world.emulator,
-                               settings: world.settings) { e2e in
-            let rows = Rows()
-            _ = try await TransferExporter(database: sender, session: try world.senderSession(e2e), clientID: TransferWorld.senderClientID,
-                                           recipientTeamID: world.recipient.teamID, quiet: true).run { rows.all.append($0) }
-            let row = try #require(rows.all.first { $0.userID == grace.id })
-            // setup: Grace waits under her transfer_sub, as an import leaves an account Apple did not resolve
-            #expect(try await e2e.database.moveAccount(userID: grace.id, from: [grace.appleSub], to: row.transferSub, now: 1) == .moved)
+            try await EndToEnd.run(dataDirectory: world.dataDirectory, databaseLocation: (test.url, test.schema), emulator: world.emulator,
+                                   settings: world.settings) { e2e in
+                let rows = Rows()
+                _ = try await TransferExporter(database: sender, session: try world.senderSession(e2e), clientID: TransferWorld.senderClientID,
+                                               recipientTeamID: world.recipient.teamID, quiet: true).run { rows.all.append($0) }
+                let row = try #require(rows.all.first { $0.userID == grace.id })
+                // setup: Grace waits under her transfer_sub, as an import leaves an account Apple did not resolve
+                #expect(try await e2e.database.moveAccount(userID: grace.id, from: [grace.appleSub], to: row.transferSub, now: 1) == .moved)
 
-            // MUT: Grace signs in at the recipient's site
-            let browser = WebClient(http: e2e.http)
-            let callback = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p2")
-            // validate
-            #expect(callback.status == 303 && callback.header("Location") == "/account")
-            let graceSub = try await world.emulator.sub(personID: "p2", clientID: world.recipient.clientID)
-            #expect(try await e2e.database.user(id: grace.id)?.appleSub == graceSub)
-            #expect(try await e2e.database.accountCount() == 2)
+                // MUT: Grace signs in at the recipient's site
+                let browser = WebClient(http: e2e.http)
+                let callback = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p2")
+                // validate
+                #expect(callback.status == 303 && callback.header("Location") == "/account")
+                let graceSub = try await world.emulator.sub(personID: "p2", clientID: world.recipient.clientID)
+                #expect(try await e2e.database.user(id: grace.id)?.appleSub == graceSub)
+                #expect(try await e2e.database.accountCount() == 2)
 
-            // An import then finds nothing to do for her, and parks the account whose transfer_sub Apple does not know.
-            let bogus = TransferMappingRow(userID: stray.id, sub: stray.appleSub, transferSub: "000002.00000000000000000000000000000000.02")
-            let report = try await TransferImporter(database: e2e.database, session: try world.recipientSession(e2e),
-                                                    clientID: world.recipient.clientID, quiet: true).run(rows: [row, bogus])
-            #expect(report.alreadyImported == 1 && report.moved == 0)
-            #expect(Array(report.parked.keys) == [stray.id])
-            #expect(report.isComplete == false)
-            #expect(try await e2e.database.user(id: stray.id)?.appleSub == bogus.transferSub)
+                // An import then finds nothing to do for her, and parks the account whose transfer_sub Apple does not know.
+                let bogus = TransferMappingRow(userID: stray.id, sub: stray.appleSub, transferSub: "000002.00000000000000000000000000000000.02")
+                let report = try await TransferImporter(database: e2e.database, session: try world.recipientSession(e2e),
+                                                        clientID: world.recipient.clientID, quiet: true).run(rows: [row, bogus])
+                #expect(report.alreadyImported == 1 && report.moved == 0)
+                #expect(Array(report.parked.keys) == [stray.id])
+                #expect(report.isComplete == false)
+                #expect(try await e2e.database.user(id: stray.id)?.appleSub == bogus.transferSub)
+            }
         }
-        try await sender.close()
     }
 
     @Test("the commands: `siwa transfer export` writes the file, `siwa transfer import` reads it (SQLite)",

@@ -9,7 +9,6 @@ import SIWASite
 import SIWATestSupport
 @testable import SIWAWeb
 
-@testable import siwa
 import Testing
 
 /// Two app instances on one PostgreSQL database and schema, as behind a load balancer: both have the
@@ -21,12 +20,13 @@ struct TwoInstances: Sendable {
     let configuration: SIWAConfiguration
     let http: CurlHTTPClient
 
-    /// Opens the database twice (two pools, like two processes), starts both apps and the service that
-    /// stands in for Apple (on the emulator port), runs `body`, and stops everything.
+    /// Opens the database twice (two pools, like two processes), starts both apps and, when given, the
+    /// service that stands in for Apple (on the emulator port), runs `body`, and stops everything.
+    /// `settings` are added to both instances' (e.g. `APPLE_BASE_URL` of a loopback Apple).
     static func run(
-        location: (url: DatabaseURL, schema: String?),
+        location: (url: DatabaseURL, schema: String?), settings: [String: String] = [:],
         beforeStart: @escaping @Sendable (SIWADatabase, SIWAConfiguration) async throws -> Void = { _, _ in },
-        apple: @escaping @Sendable (SIWAConfiguration, Int, @escaping @Sendable () -> Void) async throws -> any Service,
+        apple: (@Sendable (SIWAConfiguration, Int, @escaping @Sendable () -> Void) async throws -> any Service)? = nil,
         _ body: @escaping @Sendable (TwoInstances) async throws -> Void
     ) async throws {
         let dataDirectory = EndToEnd.dataDirectory()
@@ -34,7 +34,7 @@ struct TwoInstances: Sendable {
         let (portA, emulatorPort) = try await SiteWithEmulator.freePorts()
         let (portB, _) = try await SiteWithEmulator.freePorts()
         let shared = ["DATA_DIR": dataDirectory, "EMULATOR_PORT": String(emulatorPort), "PUBLIC_URL": "http://localhost:\(portA)",
-                      "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10"]
+                      "RATE_LIMIT_PER_MINUTE": "0", "APPLE_TIMEOUT": "10"].merging(settings) { $1 }
         let logger = TestDatabase.quietLogger
         var apps: [any Service] = []
         var databases: [SIWADatabase] = []
@@ -54,12 +54,13 @@ struct TwoInstances: Sendable {
             metrics.append(instanceMetrics)
             configurations.append(configuration)
         }
-        let appleService = try await apple(configurations[0], emulatorPort) { startedContinuation.yield() }
-        let group = ServiceGroup(services: [appleService] + apps, gracefulShutdownSignals: [], logger: logger)
+        var services = apps
+        if let apple { services.insert(try await apple(configurations[0], emulatorPort) { startedContinuation.yield() }, at: 0) }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: logger)
         let running = Task { try await group.run() }
-        // Apple's stand-in and both apps are listening.
+        // Both apps (and Apple's stand-in, when it runs here) are listening.
         var iterator = started.makeAsyncIterator()
-        for _ in 0..<3 { _ = await iterator.next() }
+        for _ in 0..<services.count { _ = await iterator.next() }
 
         let client = CurlHTTPClient()
         let instances = TwoInstances(urls: ["http://localhost:\(portA)", "http://localhost:\(portB)"], databases: databases,
@@ -82,118 +83,95 @@ struct TwoInstances: Sendable {
     }
 }
 
-/// Apple's revoke endpoint, counting the calls per token; slow enough (10 ms a call) that both
-/// instances' workers are busy at once.
-final class CountingRevokeEndpoint: Sendable {
-    actor Counts {
-        var perToken: [String: Int] = [:]
-        func add(_ token: String) { perToken[token, default: 0] += 1 }
-    }
-
-    let counts = Counts()
-
-    func application(port: Int, onRunning: @escaping @Sendable () -> Void) -> some ApplicationProtocol {
-        let router = Router()
-        let counts = self.counts
-        router.post("/auth/revoke") { request, _ -> Response in
-            var request = request
-            let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
-            let token = body.split(separator: "&").first { $0.hasPrefix("token=") }.map { String($0.dropFirst(6)) } ?? ""
-            let decoded = token.removingPercentEncoding ?? token
-            await counts.add(decoded)
-            try await Task.sleep(for: .milliseconds(10))
-            return Response(status: .ok)
-        }
-        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-                           onServerRunning: { _ in onRunning() })
-    }
-}
-
+/// PostgreSQL only: SQLite is one file for one host, not a database shared by instances.
 @Suite("Two app instances sharing PostgreSQL")
 struct TwoInstancesTests {
-    /// PostgreSQL only: SQLite is one file for one host, not a database shared by instances.
-    static func postgres() throws -> (url: DatabaseURL, schema: String?)? { try TestDatabase.postgres.location() }
-
     @Test("a sign-in started on one instance completes on the other, both ways; its state is then spent on both")
     func flowAcrossInstances() async throws {
-        guard let location = try Self.postgres() else { return }
-        let emulatorBox = EmulatorBox()
-        try await TwoInstances.run(location: location, apple: { configuration, port, onRunning in
-            let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
-            let state = try AppleIDEmulatorState(configuration: emulatorConfiguration)
-            emulatorBox.set(state)
-            return try await buildEmulatorApplication(configuration: emulatorConfiguration, state: state, host: "127.0.0.1",
-                                                      port: port, logger: TestDatabase.quietLogger, onServerRunning: { _ in onRunning() })
-        }) { instances in
-            let emulator = try #require(emulatorBox.value)
-            for (first, second, person) in [(0, 1, "p1"), (1, 0, "p2")] {
-                // setup: one browser; the load balancer sends its first request to one instance, the next to the other
-                let browser = WebClient(http: instances.http)
-                let start = try await browser.get(instances.urls[first] + "/auth/apple")
-                #expect(start.status == 303)
-                let items = URLComponents(string: try #require(start.header("Location")))?.queryItems ?? []
-                let state = try #require(items.first { $0.name == "state" }?.value)
-                let nonce = try #require(items.first { $0.name == "nonce" }?.value)
-                let fields = try await emulator.approve(ApprovalRequest(
-                    clientID: instances.configuration.clientID, redirectURI: instances.configuration.redirectURI,
-                    state: state, nonce: nonce, personID: person))
-                // MUT: the callback arrives at the other instance
-                let callback = try await browser.postForm(instances.urls[second] + "/auth/apple/callback", fields.formFields)
-                // validate: signed in; the session is honoured by both instances
-                #expect(callback.status == 303, "\(callback.text)")
-                #expect(callback.header("Location") == "/account")
-                for url in instances.urls {
-                    let account = try await browser.get(url + "/account")
-                    #expect(account.status == 200 && account.page == "account", "\(url)")
+        try await withDatabase(.postgres) { test in
+            let emulatorBox = EmulatorBox()
+            try await TwoInstances.run(location: (test.url, test.schema), apple: { configuration, port, onRunning in
+                let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
+                let state = try AppleIDEmulatorState(configuration: emulatorConfiguration)
+                emulatorBox.set(state)
+                return try await buildEmulatorApplication(configuration: emulatorConfiguration, state: state, host: "127.0.0.1",
+                                                          port: port, logger: TestDatabase.quietLogger, onServerRunning: { _ in onRunning() })
+            }) { instances in
+                let emulator = try #require(emulatorBox.value)
+                for (first, second, person) in [(0, 1, "p1"), (1, 0, "p2")] {
+                    // setup: one browser; the load balancer sends its first request to one instance, the next to the other
+                    let browser = WebClient(http: instances.http)
+                    let start = try await browser.get(instances.urls[first] + "/auth/apple")
+                    #expect(start.status == 303)
+                    let items = URLComponents(string: try #require(start.header("Location")))?.queryItems ?? []
+                    let state = try #require(items.first { $0.name == "state" }?.value)
+                    let nonce = try #require(items.first { $0.name == "nonce" }?.value)
+                    let fields = try await emulator.approve(ApprovalRequest(
+                        clientID: instances.configuration.clientID, redirectURI: instances.configuration.redirectURI,
+                        state: state, nonce: nonce, personID: person))
+                    // MUT: the callback arrives at the other instance
+                    let callback = try await browser.postForm(instances.urls[second] + "/auth/apple/callback", fields.formFields)
+                    // validate: signed in; the session is honoured by both instances
+                    #expect(callback.status == 303, "\(callback.text)")
+                    #expect(callback.header("Location") == "/account")
+                    for url in instances.urls {
+                        let account = try await browser.get(url + "/account")
+                        #expect(account.status == 200 && account.page == "account", "\(url)")
+                    }
+                    // the pending authorization was consumed in the shared database: a replay fails on either instance
+                    for url in instances.urls {
+                        let replay = try await browser.postForm(url + "/auth/apple/callback", fields.formFields)
+                        #expect(replay.status == 400 && replay.page == "error", "\(url)")
+                    }
                 }
-                // the pending authorization was consumed in the shared database: a replay fails on either instance
-                for url in instances.urls {
-                    let replay = try await browser.postForm(url + "/auth/apple/callback", fields.formFields)
-                    #expect(replay.status == 400 && replay.page == "error", "\(url)")
+                // both accounts are in the one database, whichever pool asks
+                let subs = [try await emulator.sub(personID: "p1", clientID: instances.configuration.clientID),
+                            try await emulator.sub(personID: "p2", clientID: instances.configuration.clientID)]
+                for database in instances.databases {
+                    for sub in subs { #expect(try await database.user(sub: sub) != nil) }
                 }
-            }
-            // both accounts are in the one database, whichever pool asks
-            let subs = [try await emulator.sub(personID: "p1", clientID: instances.configuration.clientID),
-                        try await emulator.sub(personID: "p2", clientID: instances.configuration.clientID)]
-            for database in instances.databases {
-                for sub in subs { #expect(try await database.user(sub: sub) != nil) }
             }
         }
     }
 
     @Test("the revocation outbox is drained by both instances' workers, each token revoked exactly once")
     func revocationExactlyOnce() async throws {
-        guard let location = try Self.postgres() else { return }
-        let itemCount = 240
-        let tokens = (0..<itemCount).map { "rt.\($0).\(SecureRandom.token(byteCount: 12))" }
-        let apple = CountingRevokeEndpoint()
-        try await TwoInstances.run(location: location, beforeStart: { database, configuration in
-            // setup: deletions queued before either instance runs, so both workers find a full outbox at once
-            let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
-            let now = Int64(Date().timeIntervalSince1970)
-            for token in tokens {
-                let id = UUID().uuidString
-                try await database.enqueueRevocation(RevocationItem(
-                    id: id, clientID: configuration.clientID,
-                    token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
-                    createdAt: now, nextAttemptAt: now))
+        try await withDatabase(.postgres) { test in
+            let itemCount = 240
+            let tokens = (0..<itemCount).map { "rt.\($0).\(SecureRandom.token(byteCount: 12))" }
+            try await LoopbackApple.with { apple in
+                // Apple's revoke endpoint takes 10 ms a call, so that both instances' workers are busy at once.
+                apple.setBehaviour(.delay(.milliseconds(10)), for: "/auth/revoke")
+                try await TwoInstances.run(location: (test.url, test.schema), settings: ["APPLE_BASE_URL": apple.baseURL],
+                                           beforeStart: { database, configuration in
+                    // setup: deletions queued before either instance runs, so both workers find a full outbox at once
+                    let cipher = TokenCipher(key: configuration.tokenEncryptionKey)
+                    let now = Int64(Date().timeIntervalSince1970)
+                    for token in tokens {
+                        let id = UUID().uuidString
+                        try await database.enqueueRevocation(RevocationItem(
+                            id: id, clientID: configuration.clientID,
+                            token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
+                            createdAt: now, nextAttemptAt: now))
+                    }
+                }) { instances in
+                    // MUT: both workers run from start-up
+                    let deadline = Date().addingTimeInterval(60)
+                    while try await instances.databases[0].revocationCounts().pending > 0, Date() < deadline {
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    // validate
+                    #expect(try await instances.databases[0].revocationCounts().pending == 0)
+                    let perToken = apple.requests(to: "/auth/revoke").reduce(into: [String: Int]()) { $0[$1["token"] ?? "", default: 0] += 1 }
+                    #expect(Set(perToken.keys) == Set(tokens))
+                    let repeated = perToken.filter { $0.value != 1 }
+                    #expect(repeated.isEmpty, "tokens revoked more than once: \(repeated.count)")
+                    let accepted = (instances.acceptedRevocations(instance: 0), instances.acceptedRevocations(instance: 1))
+                    #expect(accepted.0 + accepted.1 == itemCount)
+                    // Each call takes ≥ 10 ms, so one worker alone would need ≥ 2.4 s: both must have taken a share.
+                    #expect(accepted.0 > 0 && accepted.1 > 0, "accepted per instance: \(accepted)")
+                }
             }
-        }, apple: { _, port, onRunning in apple.application(port: port, onRunning: onRunning) }) { instances in
-            // MUT: both workers run from start-up
-            let deadline = Date().addingTimeInterval(60)
-            while try await instances.databases[0].revocationCounts().pending > 0, Date() < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            // validate
-            #expect(try await instances.databases[0].revocationCounts().pending == 0)
-            let perToken = await apple.counts.perToken
-            #expect(Set(perToken.keys) == Set(tokens))
-            let repeated = perToken.filter { $0.value != 1 }
-            #expect(repeated.isEmpty, "tokens revoked more than once: \(repeated.count)")
-            let accepted = (instances.acceptedRevocations(instance: 0), instances.acceptedRevocations(instance: 1))
-            #expect(accepted.0 + accepted.1 == itemCount)
-            // Each call takes ≥ 10 ms, so one worker alone would need ≥ 2.4 s: both must have taken a share.
-            #expect(accepted.0 > 0 && accepted.1 > 0, "accepted per instance: \(accepted)")
         }
     }
 }

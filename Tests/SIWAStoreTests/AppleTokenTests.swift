@@ -1,5 +1,6 @@
 import Foundation
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 /// Apple refresh tokens in the store: one per person and client id, all revoked at deletion, sealed for the

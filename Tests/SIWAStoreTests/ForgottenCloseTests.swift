@@ -1,5 +1,6 @@
 import Foundation
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @Suite("A database dropped without close()")
@@ -7,8 +8,8 @@ struct ForgottenCloseTests {
     @Test("its pools are shut down instead of trapping, and the server gets its connections back", arguments: Backend.allCases)
     func forgottenClose(backend: Backend) async throws {
         // setup
-        guard let fresh = try await freshDatabase(backend) else { return }
-        let probe = try await fresh.openSecond()
+        guard let fresh = try await TestDatabase.make(backend) else { return }
+        let probe = try await fresh.openAnother()
         try await probe.ping()
         // MUT: the last reference goes away without close() (async-kit would trap on an open pool)
         do { _ = consume probe }

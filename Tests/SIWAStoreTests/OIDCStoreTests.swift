@@ -1,5 +1,6 @@
 import Foundation
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 /// The OpenID provider's codes and access tokens on both backends (SPEC §11).

@@ -1,5 +1,6 @@
 import Foundation
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 /// Every store use case, on SQLite and on a real PostgreSQL (skipped, with a note, when
@@ -12,7 +13,7 @@ struct SIWADatabaseTests {
     func migrationsAreRecordedAndRerunIdempotently(_ backend: Backend) async throws {
         try await withDatabase(backend, migrate: false) { test in
             // MUT: two instances starting at once, then a restart.
-            let second = try await test.openSecond()
+            let second = try await test.openAnother()
             async let first: Void = test.db.migrate()
             async let other: Void = second.migrate()
             _ = try await (first, other)
@@ -52,7 +53,7 @@ struct SIWADatabaseTests {
 
     @Test(arguments: Backend.allCases)
     func pingAndClose(_ backend: Backend) async throws {
-        guard let test = try await freshDatabase(backend) else { return }
+        guard let test = try await TestDatabase.make(backend) else { return }
         #expect(test.db.isPostgres == (backend == .postgres))
         try await test.db.ping()
         try await test.cleanUp()
@@ -164,7 +165,7 @@ struct SIWADatabaseTests {
             try await db.insertPendingAuthorization(.init(state: "used", nonce: "n", bindingHash: "b", createdAt: 0, expiresAt: 2_000))
             _ = try await db.consumePendingAuthorization(state: "used", now: 10)
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-sweep", now: 0, session: "live-session"))
-            try await db.createSession(.init(tokenHash: "old-session", userID: user.id, kind: "web", createdAt: 0, expiresAt: 900, lastSeenAt: 0))
+            try await db.createSession(.init(tokenHash: "old-session", userID: user.id, kind: .web, createdAt: 0, expiresAt: 900, lastSeenAt: 0))
             for (hash, expires) in [("p-live", Int64(2_000)), ("p-old", Int64(999))] {
                 try await db.savePendingProfile(.init(tokenHash: hash, appleSub: "x", email: nil, emailVerified: false, isPrivateEmail: false, clientID: "c", refreshToken: nil, createdAt: 0, expiresAt: expires))
             }
@@ -404,10 +405,10 @@ struct SIWADatabaseTests {
         try await withDatabase(backend) { test in
             let db = test.db
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-s", now: 1_000, session: "web-1"))
-            try await db.createSession(.init(tokenHash: "api-1", userID: user.id, kind: "api", createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
+            try await db.createSession(.init(tokenHash: "api-1", userID: user.id, kind: .api, createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
 
             let (session, account) = try #require(try await db.session(tokenHash: "api-1", now: 1_030))
-            #expect(session.kind == "api")
+            #expect(session.kind == .api)
             #expect(session.lastSeenAt == 1_000)  // 30 s: not touched
             #expect(account.id == user.id)
             #expect(try await db.session(tokenHash: "api-1", now: 1_060)?.0.lastSeenAt == 1_060)
@@ -417,7 +418,7 @@ struct SIWADatabaseTests {
 
             try await db.deleteSession(tokenHash: "api-1")
             #expect(try await db.session(tokenHash: "api-1", now: 1_100) == nil)
-            try await db.createSession(.init(tokenHash: "api-2", userID: user.id, kind: "api", createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
+            try await db.createSession(.init(tokenHash: "api-2", userID: user.id, kind: .api, createdAt: 1_000, expiresAt: 5_000, lastSeenAt: 1_000))
             #expect(try await db.deleteSessions(userID: user.id) == 2)
             #expect(try await db.session(tokenHash: "web-1", now: 1_100) == nil)
         }
@@ -428,7 +429,7 @@ struct SIWADatabaseTests {
         try await withDatabase(backend) { test in
             // Foreign keys are enforced on both backends.
             await #expect(throws: (any Error).self) {
-                try await test.db.createSession(.init(tokenHash: "x", userID: "no-such-user", kind: "web", createdAt: 0, expiresAt: 10, lastSeenAt: 0))
+                try await test.db.createSession(.init(tokenHash: "x", userID: "no-such-user", kind: .web, createdAt: 0, expiresAt: 10, lastSeenAt: 0))
             }
         }
     }
@@ -462,7 +463,7 @@ struct SIWADatabaseTests {
             let db = test.db
             // setup
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-d", refreshToken: "cipher", session: "sd1"))
-            try await db.createSession(.init(tokenHash: "sd2", userID: user.id, kind: "api", createdAt: 1_000, expiresAt: 9_000, lastSeenAt: 1_000))
+            try await db.createSession(.init(tokenHash: "sd2", userID: user.id, kind: .api, createdAt: 1_000, expiresAt: 9_000, lastSeenAt: 1_000))
             try await db.saveAppleUserInfo(.init(appleSub: "sub-d", givenName: "A", familyName: "B", email: nil, rawJSON: "{}", source: "web", receivedAt: 1))
             try await db.savePendingProfile(.init(tokenHash: "pp", appleSub: "sub-d", email: nil, emailVerified: false, isPrivateEmail: false, clientID: "c", refreshToken: nil, createdAt: 0, expiresAt: 9_000))
             let (keeper, _) = try await db.completeSignIn(signIn(sub: "sub-keep", refreshToken: "k", session: "sk"))
@@ -568,7 +569,7 @@ struct SIWADatabaseTests {
     func concurrentClaimersGetDisjointItems(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             // setup: two instances of the service, 40 due items
-            let second = try await test.openSecond()
+            let second = try await test.openAnother()
             for i in 0..<40 {
                 try await test.db.enqueueRevocation(.init(id: String(format: "item-%02d", i), clientID: "c", token: "t\(i)", tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: Int64(i)))
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SIWATestSupport
 import Testing
 
 @testable import SIWAStore
@@ -78,7 +79,7 @@ struct ConcurrentSQLiteWritesTests {
                     _ = try await db.completeSignIn(NewSignIn(
                         appleSub: "sub-\(index % 20)", email: nil, emailVerified: false, isPrivateEmail: false,
                         givenName: "Ada", familyName: "L", transferFromSub: nil, clientID: "c", sealRefreshToken: nil,
-                        sessionTokenHash: "hash-\(index)", sessionKind: "web", sessionExpiresAt: 9_999, now: 100))
+                        sessionTokenHash: "hash-\(index)", sessionKind: .web, sessionExpiresAt: 9_999, now: 100))
                 }
             }
             try await group.waitForAll()

@@ -42,11 +42,4 @@ public final class CookieJar: @unchecked Sendable {
             else { cookies[name] = Stored(value: value, path: path, attributes: parts.dropFirst().joined(separator: "; ")) }
         }
     }
-
-    /// Percent-encodes a form value (RFC 3986 unreserved characters stay).
-    public static func formEncode(_ fields: [(String, String)]) -> String {
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        func encode(_ value: String) -> String { value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value }
-        return fields.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
-    }
 }

@@ -2,45 +2,80 @@ import Foundation
 import Logging
 import SIWAStore
 
-/// The databases the web and end-to-end suites run on. PostgreSQL needs SIWA_TEST_POSTGRES_URL
-/// (`.ci/postgres.sh` prints it): without it, PostgreSQL cases are skipped locally and fail when
-/// SIWA_REQUIRE_POSTGRES=1 (as in CI).
-public enum TestDatabase: String, CaseIterable, Sendable, CustomStringConvertible {
-    case sqlite, postgres
+/// One test's private database: a new SQLite file in a temporary folder of its own, or a new schema
+/// in the test PostgreSQL, opened (a pool in `db`) and migrated. `openAnother` opens a second pool on
+/// the same data (another instance of the service, or the service after a restart); `cleanUp` closes
+/// `db`, drops the schema and removes the folder. `withDatabase` does all of it around a test body.
+public struct TestDatabase: Sendable {
+    public let backend: Backend
+    /// A pool on this database.
+    public let db: SIWADatabase
+    public let url: DatabaseURL
+    /// The private PostgreSQL schema (nil on SQLite).
+    public let schema: String?
+    /// The SQLite file's temporary folder (nil on PostgreSQL).
+    private let folder: String?
 
-    public var description: String { rawValue }
-
-    public struct Unavailable: Error, CustomStringConvertible {
-        public let description: String
-    }
-
-    /// The URL to open for a fresh private database, and the PostgreSQL schema to use.
-    public func location() throws -> (url: DatabaseURL, schema: String?)? {
-        switch self {
+    /// A fresh database on `backend`, migrated unless `migrate` is false; nil (after a note) when
+    /// PostgreSQL is not configured and not required. `poolSize` nil is the service's default.
+    public static func make(
+        _ backend: Backend, migrate: Bool = true, poolSize: Int? = nil, logger: Logger = TestDatabase.quietLogger
+    ) async throws -> TestDatabase? {
+        let url: DatabaseURL, schema: String?, folder: String?
+        switch backend {
         case .sqlite:
-            let path = NSTemporaryDirectory() + "siwa-test-\(UUID().uuidString).sqlite"
-            return (try DatabaseURL("sqlite:\(path)"), nil)
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-test-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            (url, schema, folder) = (try DatabaseURL("sqlite:\(path)/siwa.sqlite"), nil, path)
         case .postgres:
             let environment = ProcessInfo.processInfo.environment
-            guard let url = environment["SIWA_TEST_POSTGRES_URL"], !url.isEmpty else {
+            guard let string = environment["SIWA_TEST_POSTGRES_URL"], !string.isEmpty else {
                 if environment["SIWA_REQUIRE_POSTGRES"] == "1" {
-                    throw Unavailable(description: "SIWA_REQUIRE_POSTGRES=1 but SIWA_TEST_POSTGRES_URL is not set")
+                    throw Backend.Unavailable(description: "SIWA_REQUIRE_POSTGRES=1 but SIWA_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")
                 }
                 print("note: PostgreSQL case skipped (set SIWA_TEST_POSTGRES_URL; see .ci/postgres.sh)")
                 return nil
             }
-            let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(24)
-            return (try DatabaseURL(url), String(schema))
+            let name = "siwa_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            (url, schema, folder) = (try DatabaseURL(string), name, nil)
         }
+        let db = try await SIWADatabase.open(url, logger: logger, poolSize: poolSize, postgresSchema: schema)
+        let test = TestDatabase(backend: backend, db: db, url: url, schema: schema, folder: folder)
+        if migrate {
+            do {
+                try await db.migrate()
+            } catch {
+                try? await test.cleanUp()
+                throw error
+            }
+        }
+        return test
     }
 
-    /// Opens and migrates a fresh, private database; nil when this backend is skipped.
-    public func open(logger: Logger = TestDatabase.quietLogger) async throws -> SIWADatabase? {
-        guard let (url, schema) = try location() else { return nil }
-        // Small pools: many cases run in parallel against one PostgreSQL.
-        let database = try await SIWADatabase.open(url, logger: logger, poolSize: 2, postgresSchema: schema)
-        try await database.migrate()
-        return database
+    /// Another pool on the same data, as a second instance (or a restarted one) would open; the caller closes it.
+    public func openAnother(poolSize: Int? = nil, logger: Logger = TestDatabase.quietLogger) async throws -> SIWADatabase {
+        try await SIWADatabase.open(url, logger: logger, poolSize: poolSize, postgresSchema: schema)
+    }
+
+    /// Drops the PostgreSQL schema (with everything in it), closes `db` and removes the SQLite folder.
+    /// Safe when the test closed `db` itself: the schema is then dropped through a pool of its own.
+    public func cleanUp() async throws {
+        if schema != nil {
+            do {
+                try await db.dropSchema()
+            } catch {
+                let other = try await openAnother(poolSize: 1)
+                do {
+                    try await other.dropSchema()
+                } catch {
+                    try? await other.close()
+                    throw error
+                }
+                try await other.close()
+            }
+        }
+        try await db.close()
+        if let folder { try? FileManager.default.removeItem(atPath: folder) }
     }
 
     public static var quietLogger: Logger {
@@ -48,4 +83,23 @@ public enum TestDatabase: String, CaseIterable, Sendable, CustomStringConvertibl
         logger.logLevel = .warning
         return logger
     }
+}
+
+/// Runs `body` with a fresh database on `backend` and always cleans up afterwards; does nothing when
+/// the backend is skipped.
+@discardableResult
+public func withDatabase<T: Sendable>(
+    _ backend: Backend, migrate: Bool = true, poolSize: Int? = nil, logger: Logger = TestDatabase.quietLogger,
+    _ body: (TestDatabase) async throws -> T
+) async throws -> T? {
+    guard let test = try await TestDatabase.make(backend, migrate: migrate, poolSize: poolSize, logger: logger) else { return nil }
+    let value: T
+    do {
+        value = try await body(test)
+    } catch {
+        try? await test.cleanUp()
+        throw error
+    }
+    try await test.cleanUp()
+    return value
 }

@@ -2,13 +2,14 @@ import Foundation
 import HummingbirdTesting
 import JOSE
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @testable import SIWAWeb
 
 @Suite("Account")
 struct AccountTests {
-    @Test("the account page needs a session; sign-out needs its CSRF token", arguments: Backend.all)
+    @Test("the account page needs a session; sign-out needs its CSRF token", arguments: Backend.allCases)
     func signOut(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             #expect(try await browser.get("/account").location == "/")
@@ -39,7 +40,7 @@ struct AccountTests {
         }
     }
 
-    @Test("deletion removes every row, queues the revocation in the same transaction, and Apple gets it", arguments: Backend.all)
+    @Test("deletion removes every row, queues the revocation in the same transaction, and Apple gets it", arguments: Backend.allCases)
     func delete(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "002.c", given: "Del", family: "Ete")
@@ -59,10 +60,10 @@ struct AccountTests {
             #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
             #expect(try await browser.get("/account").location == "/")
             // the worker (running as a service) sends the revocation promptly
-            var revokes: [[String: String]] = []
+            var revokes: [LoopbackApple.Request] = []
             for _ in 0..<50 where revokes.isEmpty {
                 try await Task.sleep(for: .milliseconds(100))
-                revokes = await app.apple.state.requests(to: "/auth/revoke")
+                revokes = app.apple.requests(to: "/auth/revoke")
             }
             let revoke = try #require(revokes.first)
             #expect(revoke["token"] == "refresh-" + revoke["token"]!.dropFirst("refresh-".count))
@@ -77,10 +78,10 @@ struct AccountTests {
         }
     }
 
-    @Test("a failing revoke is retried with backoff until Apple accepts", arguments: Backend.all)
+    @Test("a failing revoke is retried with backoff until Apple accepts", arguments: Backend.allCases)
     func revokeRetries(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
-            await app.apple.state.setRevokeStatus(500)
+            app.apple.setBehaviour(.appleError(status: 500, code: "server_error"), for: "/auth/revoke")
             try await app.signIn(browser, sub: "002.d")
             try await browser.postForm("/account/delete", [("csrf", try await app.csrf(browser)), ("confirm", "yes")])
             var counts = try await app.database.revocationCounts()
@@ -89,16 +90,16 @@ struct AccountTests {
                 counts = try await app.database.revocationCounts()
             }
             #expect(counts.pending == 1 && counts.failing == 1)
-            let firstAttempts = await app.apple.state.requests(to: "/auth/revoke").count
+            let firstAttempts = app.apple.requests(to: "/auth/revoke").count
             #expect(firstAttempts >= 1)
             // first retry within 5 s; once Apple accepts, the item is done
-            await app.apple.state.setRevokeStatus(200)
+            app.apple.setBehaviour(.normal, for: "/auth/revoke")
             for _ in 0..<80 where counts.pending > 0 {
                 try await Task.sleep(for: .milliseconds(100))
                 counts = try await app.database.revocationCounts()
             }
             #expect(counts.pending == 0)
-            #expect(await app.apple.state.requests(to: "/auth/revoke").count > firstAttempts)
+            #expect(app.apple.requests(to: "/auth/revoke").count > firstAttempts)
         }
     }
 

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import JOSE
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @testable import SIWAWeb
@@ -12,7 +13,7 @@ import Testing
 struct CallbackTests {
     // MARK: the happy paths
 
-    @Test("first sign-in creates the account from the user JSON and a session", arguments: Backend.all)
+    @Test("first sign-in creates the account from the user JSON and a session", arguments: Backend.allCases)
     func firstSignIn(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // MUT
@@ -32,7 +33,7 @@ struct CallbackTests {
             #expect(page.page == "account")
             #expect(page.text.contains("Ada Lovelace") && page.text.contains("ada@example.com"))
             // the exchange sent what Apple expects
-            let exchange = try #require(await app.apple.state.requests(to: "/auth/token").last)
+            let exchange = try #require(app.apple.requests(to: "/auth/token").last)
             #expect(exchange["grant_type"] == "authorization_code")
             #expect(exchange["client_id"] == TestApp.clientID)
             #expect(exchange["redirect_uri"] == "https://app.example.com/auth/apple/callback")
@@ -43,7 +44,7 @@ struct CallbackTests {
         }
     }
 
-    @Test("a returning person signs in without user JSON and keeps the name", arguments: Backend.all)
+    @Test("a returning person signs in without user JSON and keeps the name", arguments: Backend.allCases)
     func returning(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "001.beta", given: "Grace", family: "Hopper")
@@ -77,7 +78,7 @@ struct CallbackTests {
 
     // MARK: step 2: cancel
 
-    @Test("cancel with and without state returns to the sign-in page with a notice", arguments: Backend.all)
+    @Test("cancel with and without state returns to the sign-in page with a notice", arguments: Backend.allCases)
     func cancel(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let started = try await app.start(browser)
@@ -98,7 +99,7 @@ struct CallbackTests {
 
     // MARK: step 3: state and browser binding
 
-    @Test("unknown, replayed, missing and expired state are refused", arguments: Backend.all)
+    @Test("unknown, replayed, missing and expired state are refused", arguments: Backend.allCases)
     func stateChecks(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let started = try await app.start(browser)
@@ -129,7 +130,7 @@ struct CallbackTests {
         }
     }
 
-    @Test("a state posted without its binding cookie, or from another browser, is refused and consumed", arguments: Backend.all)
+    @Test("a state posted without its binding cookie, or from another browser, is refused and consumed", arguments: Backend.allCases)
     func binding(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let started = try await app.start(browser)
@@ -152,7 +153,7 @@ struct CallbackTests {
 
     // MARK: step 4: the id_token, each check on its own
 
-    @Test("each id_token check fails on its own", arguments: Backend.all)
+    @Test("each id_token check fails on its own", arguments: Backend.allCases)
     func identityTokenChecks(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let now = Int64(Date().timeIntervalSince1970)
@@ -196,11 +197,11 @@ struct CallbackTests {
             #expect(try await app.database.user(sub: "001.f") == nil)
             #expect(browser.cookie("__Host-siwa_session") == nil)
             // exchange never attempted for a token that failed
-            #expect(await app.apple.state.requests(to: "/auth/token").isEmpty)
+            #expect(app.apple.requests(to: "/auth/token").isEmpty)
         }
     }
 
-    @Test("claims sent as strings or booleans are both read", arguments: Backend.all)
+    @Test("claims sent as strings or booleans are both read", arguments: Backend.allCases)
     func stringOrBooleanClaims(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             for (sub, flag) in [("001.g1", MintedClaims.Flag.bool(true)), ("001.g2", .string("true"))] {
@@ -220,7 +221,7 @@ struct CallbackTests {
 
     // MARK: step 5: the user JSON and the fallback table
 
-    @Test("malformed and empty user JSON are ignored: recovery page, nothing stored", arguments: Backend.all)
+    @Test("malformed and empty user JSON are ignored: recovery page, nothing stored", arguments: Backend.allCases)
     func malformedUser(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             for (index, user) in ["{}", "{not json", #"{"name":"#, "[]", String(repeating: "{", count: 5000)].enumerated() {
@@ -238,17 +239,17 @@ struct CallbackTests {
         }
     }
 
-    @Test("the user JSON is committed before the exchange, so a failed exchange loses no name", arguments: Backend.all)
+    @Test("the user JSON is committed before the exchange, so a failed exchange loses no name", arguments: Backend.allCases)
     func nameSurvivesFailedExchange(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
-            await app.apple.state.set(.status(503))
+            app.apple.setBehaviour(.status(503), for: "/auth/token")
             let first = try await app.signIn(browser, sub: "001.i", given: "Katherine", family: "Johnson")
             #expect(first.status == .badGateway && first.page == "error")
             #expect(browser.cookie("__Host-siwa_session") == nil)
             let saved = try #require(try await app.database.appleUserInfo(sub: "001.i"))
             #expect(saved.givenName == "Katherine")
             // Apple sends no user JSON the second time; the fallback table has the name.
-            await app.apple.state.set(.normal)
+            app.apple.setBehaviour(.normal, for: "/auth/token")
             let started = try await app.start(browser)
             let second = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(started, sub: "001.i"))
             #expect(second.location == "/account")
@@ -258,20 +259,20 @@ struct CallbackTests {
 
     // MARK: step 6: every failure of Apple's token endpoint
 
-    @Test("Apple's token endpoint failures give the error page with the right status and no session", arguments: Backend.all)
+    @Test("Apple's token endpoint failures give the error page with the right status and no session", arguments: Backend.allCases)
     func exchangeFailures(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["APPLE_TIMEOUT": "3"]) { app, browser in
             // warm the key cache first, so the short timeout applies only to the token endpoint
             try await app.signIn(browser.fresh(), sub: "001.j-warm")
-            let cases: [(LoopbackApple.TokenBehaviour, Int, String)] = [
-                (.appleError(code: "invalid_grant", status: 400), 400, "expired"),
-                (.appleError(code: "invalid_client", status: 401), 502, "refused"),
+            let cases: [(LoopbackApple.Behaviour, Int, String)] = [
+                (.appleError(status: 400, code: "invalid_grant"), 400, "expired"),
+                (.appleError(status: 401, code: "invalid_client"), 502, "refused"),
                 (.status(500), 502, "trouble"),
                 (.status(503), 502, "trouble"),
                 (.delay(.seconds(8)), 504, "too long"),
             ]
             for (index, (behaviour, status, words)) in cases.enumerated() {
-                await app.apple.state.set(behaviour)
+                app.apple.setBehaviour(behaviour, for: "/auth/token")
                 let response = try await app.signIn(browser, sub: "001.j\(index)", given: "Name\(index)", family: "F")
                 #expect(Int(response.status.code) == status, "\(behaviour)")
                 #expect(response.page == "error")
@@ -298,10 +299,10 @@ struct CallbackTests {
         }
     }
 
-    @Test("a token response naming another person is refused", arguments: Backend.all)
+    @Test("a token response naming another person is refused", arguments: Backend.allCases)
     func subMismatch(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
-            await app.apple.state.set(.otherSub("001.somebody-else"))
+            app.apple.setBehaviour(.otherSub("001.somebody-else"), for: "/auth/token")
             let response = try await app.signIn(browser, sub: "001.l")
             #expect(response.status == .badRequest && response.page == "error")
             #expect(browser.cookie("__Host-siwa_session") == nil)
@@ -312,7 +313,7 @@ struct CallbackTests {
 
     // MARK: step 7: account by sub only
 
-    @Test("accounts are never linked by email", arguments: Backend.all)
+    @Test("accounts are never linked by email", arguments: Backend.allCases)
     func neverLinkedByEmail(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "001.m1", given: "Same", family: "Mail", email: "shared@example.com")
@@ -324,7 +325,7 @@ struct CallbackTests {
         }
     }
 
-    @Test("PROFILE_FALLBACK=ask asks for the name, then signs in", arguments: Backend.all)
+    @Test("PROFILE_FALLBACK=ask asks for the name, then signs in", arguments: Backend.allCases)
     func askForName(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["PROFILE_FALLBACK": "ask"]) { app, browser in
             let started = try await app.start(browser)

@@ -28,21 +28,21 @@ extension TestApp {
         return response.status == .ok && response.page == "account"
     }
 
-    func refreshRequests() async -> [[String: String]] {
-        await apple.state.requests(to: "/auth/token").filter { $0["grant_type"] == "refresh_token" }
+    func refreshRequests() async -> [LoopbackApple.Request] {
+        apple.requests(to: "/auth/token").filter { $0["grant_type"] == "refresh_token" }
     }
 }
 
 @Suite("Daily consent check")
 struct ConsentCheckTests {
-    @Test("invalid_grant from Apple's refresh grant ends the person's sessions and drops their tokens", arguments: Backend.all)
+    @Test("invalid_grant from Apple's refresh grant ends the person's sessions and drops their tokens", arguments: Backend.allCases)
     func invalidGrantRevokes(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup
             try await app.signIn(browser, sub: "cc.revoked")
             let account = try #require(try await app.database.user(sub: "cc.revoked"))
             #expect(try await app.isSignedIn(browser))
-            await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
+            app.apple.setBehaviour(.appleError(status: 400, code: "invalid_grant"), for: "/auth/token")
             // MUT
             let result = await app.consentCheck().runOnce()
             // validate
@@ -60,14 +60,14 @@ struct ConsentCheckTests {
         }
     }
 
-    @Test("5xx is not a revocation: nothing changes, the person waits for a retry, then is checked", arguments: Backend.all)
+    @Test("5xx is not a revocation: nothing changes, the person waits for a retry, then is checked", arguments: Backend.allCases)
     func serverErrorDefers(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup: two people
             let other = browser.fresh()
             try await app.signIn(browser, sub: "cc.five1")
             try await app.signIn(other, sub: "cc.five2", given: "Grace", family: "Hopper", email: "grace@example.com")
-            await app.apple.state.set(.status(503))
+            app.apple.setBehaviour(.status(503), for: "/auth/token")
             let service = app.consentCheck()
             // MUT
             let result = await service.runOnce()
@@ -83,7 +83,7 @@ struct ConsentCheckTests {
             #expect(await app.refreshRequests().count == 2)
 
             // While they wait for their retry, Apple is not asked again.
-            await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
+            app.apple.setBehaviour(.appleError(status: 400, code: "invalid_grant"), for: "/auth/token")
             let waiting = await service.runOnce()
             #expect(waiting.revoked == 0)
             #expect(await app.refreshRequests().count == 2)
@@ -96,22 +96,23 @@ struct ConsentCheckTests {
         }
     }
 
-    @Test("a timeout is not a revocation", arguments: Backend.all)
+    @Test("a timeout is not a revocation", arguments: Backend.allCases)
     func timeoutDefers(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "cc.slow")
             // The stand-in answers invalid_grant, but only after the check's 1-second timeout (the
             // sign-in above ran with the default 10 s, so a busy machine does not fail it).
-            await app.apple.state.set(.delay(.seconds(3)))
+            app.apple.setBehaviour(.delay(.seconds(3)), for: "/auth/token")
             var configuration = app.dependencies.configuration
             configuration.appleTimeout = .seconds(1)
             let impatient = try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
-                                                            overrides: SiteOverrides(database: app.database, http: app.dependencies.http))
+                                                            overrides: SiteOverrides(database: app.database))
             var checkConfiguration = ConsentCheckService.Configuration()
             checkConfiguration.callSpacing = .zero
             let service = ConsentCheckService(dependencies: impatient, logger: TestDatabase.quietLogger, configuration: checkConfiguration,
                                               now: { Int64(Date().timeIntervalSince1970) + 2 * 86_400 })
             let result = await service.runOnce()
+            await impatient.apple.shutdown()  // its own HTTP client (the app closes only its own)
             #expect(result.deferred == 1 && result.revoked == 0)
             #expect(try await app.isSignedIn(browser))
             let account = try #require(try await app.database.user(sub: "cc.slow"))
@@ -119,13 +120,13 @@ struct ConsentCheckTests {
         }
     }
 
-    @Test("an outage stops the pass after a few failures in a row", arguments: Backend.all)
+    @Test("an outage stops the pass after a few failures in a row", arguments: Backend.allCases)
     func outageStopsThePass(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             for index in 0..<4 {
                 try await app.signIn(browser.fresh(), sub: "cc.out\(index)")
             }
-            await app.apple.state.set(.status(502))
+            app.apple.setBehaviour(.status(502), for: "/auth/token")
             let result = await app.consentCheck { $0.outageThreshold = 3 }.runOnce()
             #expect(result.deferred == 3)
             #expect(result.stoppedEarly?.contains("502") == true)
@@ -133,12 +134,12 @@ struct ConsentCheckTests {
         }
     }
 
-    @Test("invalid_client (our configuration) stops the pass and touches nobody", arguments: Backend.all)
+    @Test("invalid_client (our configuration) stops the pass and touches nobody", arguments: Backend.allCases)
     func configurationErrorStops(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "cc.cfg1")
             try await app.signIn(browser.fresh(), sub: "cc.cfg2")
-            await app.apple.state.set(.appleError(code: "invalid_client", status: 401))
+            app.apple.setBehaviour(.appleError(status: 401, code: "invalid_client"), for: "/auth/token")
             let result = await app.consentCheck().runOnce()
             #expect(result.revoked == 0 && result.deferred == 0)
             #expect(result.stoppedEarly?.contains("invalid_client") == true)
@@ -147,13 +148,13 @@ struct ConsentCheckTests {
         }
     }
 
-    @Test("a sign-in today counts as today's check: Apple is not asked, and nobody twice a day", arguments: Backend.all)
+    @Test("a sign-in today counts as today's check: Apple is not asked, and nobody twice a day", arguments: Backend.allCases)
     func recentSignInCounts(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "cc.fresh")
             let account = try #require(try await app.database.user(sub: "cc.fresh"))
             let token = try #require(try await app.database.appleTokens(userID: account.id).first)
-            await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
+            app.apple.setBehaviour(.appleError(status: 400, code: "invalid_grant"), for: "/auth/token")
             // MUT: a clock one hour on, so the sign-in is within the day
             let service = ConsentCheckService(dependencies: app.dependencies, logger: TestDatabase.quietLogger,
                                               now: { Int64(Date().timeIntervalSince1970) + 3_600 })

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -22,7 +23,7 @@ extension HTTPField.Name {
 struct GatewayTests {
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
-    @Test("/oauth2/auth: 401 without a session; 202 with all three identity headers, for every method", arguments: Backend.all)
+    @Test("/oauth2/auth: 401 without a session; 202 with all three identity headers, for every method", arguments: Backend.allCases)
     func auth(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let anonymous = try await browser.get("/oauth2/auth")
@@ -46,14 +47,14 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.all)
+    @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.allCases)
     func authReadsOnly(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup: an account without email, and a session last seen long ago
             try await app.signIn(browser, sub: "010.b", given: "Grace", family: nil, email: "grace@example.com")
             let account = try #require(try await app.database.user(sub: "010.b"))
             let token = BearerSecret.generate()
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: "web",
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
             let other = browser.fresh()
             other.setCookie("__Host-siwa_session", token)
@@ -73,9 +74,9 @@ struct GatewayTests {
             let account = try await app.database.completeSignIn(NewSignIn(
                 appleSub: "010.empty", email: nil, emailVerified: false, isPrivateEmail: false, givenName: nil, familyName: nil,
                 transferFromSub: nil, clientID: TestApp.clientID, sealRefreshToken: nil, sessionTokenHash: "unused",
-                sessionKind: "api", sessionExpiresAt: Self.now() + 60, now: Self.now())).0
+                sessionKind: .api, sessionExpiresAt: Self.now() + 60, now: Self.now())).0
             let token = BearerSecret.generate()
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: "web",
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: Self.now(), expiresAt: Self.now() + 3600, lastSeenAt: Self.now()))
             browser.setCookie("__Host-siwa_session", token)
             let response = try await browser.get("/oauth2/auth", headers: [.authEmail: "forged@evil.com"])
@@ -88,7 +89,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/userinfo: 401 JSON, then who is signed in", arguments: Backend.all)
+    @Test("/oauth2/userinfo: 401 JSON, then who is signed in", arguments: Backend.allCases)
     func userinfo(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let anonymous = try await browser.get("/oauth2/userinfo")
@@ -104,7 +105,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("rd travels with the pending authorization: the callback ends at it (start, /auth/apple, none)", arguments: Backend.all)
+    @Test("rd travels with the pending authorization: the callback ends at it (start, /auth/apple, none)", arguments: Backend.allCases)
     func returnAfterSignIn(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": ".example.org"]) { app, browser in
             let cases: [(String, String)] = [
@@ -122,14 +123,14 @@ struct GatewayTests {
         }
     }
 
-    @Test("a refused rd is a 400 error page before anything else happens, on every route", arguments: Backend.all)
+    @Test("a refused rd is a 400 error page before anything else happens, on every route", arguments: Backend.allCases)
     func refusedEverywhere(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "010.e")
             let csrf = try await app.csrf(browser)
             let pendingBefore = try await app.database.countPendingAuthorizations(now: Self.now())
             for hostile in ["//evil.com", "/\\evil.com", "/%09/evil.com", "https://evil.com", "https://app.example.com@evil.com", "javascript:alert(1)"] {
-                let rd = SignInController.percentEncode(hostile)
+                let rd = PercentEncoding.encode(hostile)
                 let fresh = browser.fresh()
                 for path in ["/oauth2/start?rd=", "/auth/apple?rd=", "/oauth2/sign_in?rd=", "/oauth2/sign_out?rd="] {
                     let response = try await (path.hasPrefix("/oauth2/sign") ? browser : fresh).get(path + rd)
@@ -150,7 +151,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/sign_in: the page's button carries rd; a signed-in person goes straight to rd", arguments: Backend.all)
+    @Test("/oauth2/sign_in: the page's button carries rd; a signed-in person goes straight to rd", arguments: Backend.allCases)
     func signInPage(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let page = try await browser.get("/oauth2/sign_in?rd=%2Fprivate%3Fa%3D1")
@@ -167,7 +168,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/sign_out and POST /signout end the session server-side, clear the cookie, and go to rd", arguments: Backend.all)
+    @Test("/oauth2/sign_out and POST /signout end the session server-side, clear the cookie, and go to rd", arguments: Backend.allCases)
     func signOut(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": "app2.example.com"]) { app, browser in
             try await app.signIn(browser, sub: "010.g")
@@ -191,7 +192,7 @@ struct GatewayTests {
         }
     }
 
-    @Test("rd survives the name form (PROFILE_FALLBACK=ask), the recovery page, and a cancel at Apple", arguments: Backend.all)
+    @Test("rd survives the name form (PROFILE_FALLBACK=ask), the recovery page, and a cancel at Apple", arguments: Backend.allCases)
     func throughInterruptions(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["PROFILE_FALLBACK": "ask"]) { app, browser in
             let started = try await app.start(browser, path: "/oauth2/start?rd=%2Fback%3Fto%3Dhere")
@@ -233,14 +234,14 @@ struct GatewayTests {
 /// (the proxy) and from 127.0.0.2 (a client reaching siwa directly), sent with curl.
 @Suite("Gateway forward-auth redirect (live)")
 struct GatewayRedirectLiveTests {
-    @Test("an unauthenticated top-level GET from a trusted proxy is sent to /oauth2/start with the original URL", arguments: Backend.all)
+    @Test("an unauthenticated top-level GET from a trusted proxy is sent to /oauth2/start with the original URL", arguments: Backend.allCases)
     func redirect(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["TRUSTED_PROXIES": "127.0.0.1", "ALLOWED_REDIRECT_HOSTS": ".example.org"], live: true) { _, browser in
             let url = "http://127.0.0.1:\(try #require(browser.port))/oauth2/auth?redirect=true"
             let forwarded = [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/private/page?x=1&y=two+words&next=%2Fhome")]
             let answer = try #require(try await SourceBoundHTTP.redirect(url, from: "127.0.0.1", headers: forwarded + [("X-Forwarded-Method", "GET")]))
             #expect(answer.status == 302)
-            let expected = "https://app.example.com/oauth2/start?rd=" + SignInController.percentEncode("https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
+            let expected = "https://app.example.com/oauth2/start?rd=" + PercentEncoding.encode("https://app.example.com/private/page?x=1&y=two+words&next=%2Fhome")
             #expect(answer.location == expected)
             // round trip: what /oauth2/start will read back is the original URL exactly
             let components = try #require(URLComponents(string: answer.location))

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import JOSE
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @testable import SIWAWeb
@@ -35,7 +36,7 @@ struct NativeAPITests {
         if let raw { body["nonce"] = raw }
         if let code {
             let code = code.isEmpty ? "code-\(sub)-\(UUID().uuidString)" : code
-            await app.apple.state.register(code: code, sub: sub)
+            app.apple.register(code: code, sub: sub)
             body["authorizationCode"] = code
         }
         if let name { body["fullName"] = ["givenName": name.0, "familyName": name.1] }
@@ -46,7 +47,7 @@ struct NativeAPITests {
         try await browser.send("/auth/apple/native", method: .post, headers: [.contentType: "application/json"], body: body)
     }
 
-    @Test("sign in from the app, then /api/me and DELETE /api/me with the bearer token", arguments: Backend.all)
+    @Test("sign in from the app, then /api/me and DELETE /api/me with the bearer token", arguments: Backend.allCases)
     func signInAndAPI(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // a new account without a name → 409 profile_required, but nothing lost
@@ -62,7 +63,7 @@ struct NativeAPITests {
             #expect(user["name"] as? String == "Ada App")
             #expect(user["email"] as? String == "app@example.com")
             // the code was exchanged with the bundle id as client_id
-            let exchange = try #require(await app.apple.state.requests(to: "/auth/token").last)
+            let exchange = try #require(app.apple.requests(to: "/auth/token").last)
             #expect(exchange["client_id"] == TestApp.nativeClientID)
             #expect(exchange["code"] == "native-code-1")
             #expect(exchange["redirect_uri"] == nil)
@@ -80,7 +81,7 @@ struct NativeAPITests {
         }
     }
 
-    @Test("replay: the same request twice gives a session once, then 401", arguments: Backend.all)
+    @Test("replay: the same request twice gives a session once, then 401", arguments: Backend.allCases)
     func replay(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let body = try await credential(app, browser, sub: "005.r", name: ("Re", "Play"))
@@ -109,11 +110,11 @@ struct NativeAPITests {
                 #expect(try response.json()["error"] as? String == "invalid_request")
             }
             // nothing was exchanged at Apple for any of them
-            #expect(await app.apple.state.requests(to: "/auth/token").isEmpty)
+            #expect(app.apple.requests(to: "/auth/token").isEmpty)
         }
     }
 
-    @Test("a nonce the server never issued, or one that expired, is 401", arguments: Backend.all)
+    @Test("a nonce the server never issued, or one that expired, is 401", arguments: Backend.allCases)
     func unknownAndExpiredNonces(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let invented = try await post(browser, try await credential(app, browser, sub: "005.n", nonce: .some(SecureRandom.token(byteCount: 32))))
@@ -125,7 +126,7 @@ struct NativeAPITests {
             try await app.database.insertPendingAuthorization(old.pendingAuthorization(now: Int64(Date().timeIntervalSince1970) - 660))
             let expired = try await post(browser, try await credential(app, browser, sub: "005.n", nonce: .some(old.raw)))
             #expect(expired.status == .unauthorized)
-            #expect(await app.apple.state.requests(to: "/auth/token").isEmpty)
+            #expect(app.apple.requests(to: "/auth/token").isEmpty)
 
             // a web sign-in's state is not a native nonce, and a native nonce is not a web state
             let web = try await app.start(browser)
@@ -133,7 +134,7 @@ struct NativeAPITests {
         }
     }
 
-    @Test("two concurrent uses of one nonce: exactly one 200", arguments: Backend.all)
+    @Test("two concurrent uses of one nonce: exactly one 200", arguments: Backend.allCases)
     func concurrentUse(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let body = try await credential(app, browser, sub: "005.c", name: ("Con", "Current"))
@@ -149,14 +150,14 @@ struct NativeAPITests {
     @Test("the exchanged token must name the same person: a captured token with someone else's code is 401", arguments: [Backend.sqlite])
     func exchangedSubMustMatch(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
-            await app.apple.state.set(.otherSub("005.someone-else"))
+            app.apple.setBehaviour(.otherSub("005.someone-else"), for: "/auth/token")
             let response = try await post(browser, try await credential(app, browser, sub: "005.victim", name: ("V", "Ictim")))
             #expect(response.status == .unauthorized)
             #expect(try await app.database.user(sub: "005.victim") == nil)
         }
     }
 
-    @Test("bad tokens are 401: wrong audience, wrong nonce hash, the web client id, garbage", arguments: Backend.all)
+    @Test("bad tokens are 401: wrong audience, wrong nonce hash, the web client id, garbage", arguments: Backend.allCases)
     func badTokens(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             #expect(try await post(browser, try await credential(app, browser, sub: "005.b", aud: "com.example.unknown")).status == .unauthorized)

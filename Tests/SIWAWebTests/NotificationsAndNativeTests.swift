@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import JOSE
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @testable import SIWAWeb
@@ -31,7 +32,7 @@ extension TestApp {
 
 @Suite("Notifications")
 struct NotificationsTests {
-    @Test("email-disabled and email-enabled update the flag shown on the account page", arguments: Backend.all)
+    @Test("email-disabled and email-enabled update the flag shown on the account page", arguments: Backend.allCases)
     func emailEvents(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "004.a")
@@ -43,7 +44,7 @@ struct NotificationsTests {
         }
     }
 
-    @Test("consent-revoked ends sessions and drops Apple tokens; account-delete(d) deletes without revoking", arguments: Backend.all)
+    @Test("consent-revoked ends sessions and drops Apple tokens; account-delete(d) deletes without revoking", arguments: Backend.allCases)
     func consentAndDeletion(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "004.b")
@@ -61,12 +62,12 @@ struct NotificationsTests {
                 #expect(try await app.database.appleUserInfo(sub: sub) == nil)
             }
             try await Task.sleep(for: .milliseconds(300))
-            #expect(await app.apple.state.requests(to: "/auth/revoke").isEmpty)
+            #expect(app.apple.requests(to: "/auth/revoke").isEmpty)
             #expect(try await app.database.revocationCounts().pending == 0)
         }
     }
 
-    @Test("a bad signature or audience is 400 and changes nothing; a replayed jti is a no-op 200", arguments: Backend.all)
+    @Test("a bad signature or audience is 400 and changes nothing; a replayed jti is a no-op 200", arguments: Backend.allCases)
     func rejections(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "004.d")

@@ -139,7 +139,7 @@ struct ProxyLiveTests {
         }
     }
 
-    @Test("sign-ins in progress are capped per client: one client cannot use up the table for everyone", arguments: Backend.all)
+    @Test("sign-ins in progress are capped per client: one client cannot use up the table for everyone", arguments: Backend.allCases)
     func perClientCap(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "3", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { app, browser in
             let port = try #require(browser.port)
@@ -158,7 +158,7 @@ struct ProxyLiveTests {
 
 @Suite("Sign-in start hardening")
 struct SignInStartTests {
-    @Test("only a top-level navigation creates a pending authorization (Sec-Fetch-Mode)", arguments: Backend.all)
+    @Test("only a top-level navigation creates a pending authorization (Sec-Fetch-Mode)", arguments: Backend.allCases)
     func onlyNavigations(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let now = { Int64(Date().timeIntervalSince1970) }

@@ -14,53 +14,50 @@ import Testing
 /// share one database and one loopback Apple that counts the calls per refresh token.
 @Suite("Several instances on one database")
 struct SeveralInstancesTests {
-    /// `count` instances on one fresh database (PostgreSQL schema or SQLite file); nil when skipped.
-    static func instances(_ backend: Backend, count: Int, apple: LoopbackApple) async throws -> [SIWADependencies]? {
-        guard let (url, schema) = try backend.location() else { return nil }
+    /// `count` instances on one private database, each with its own pool (the first is the test database's own).
+    static func instances(_ test: TestDatabase, count: Int, apple: LoopbackApple) async throws -> [SIWADependencies] {
         let configuration = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: [:]))
         let http = Site.appleHTTPClient(for: configuration)
         var instances: [SIWADependencies] = []
         for index in 0..<count {
-            let database = try await SIWADatabase.open(url, logger: TestDatabase.quietLogger, poolSize: 2, postgresSchema: schema)
-            if index == 0 { try await database.migrate() }
+            let database = index == 0 ? test.db : try await test.openAnother(poolSize: 2)
             instances.append(try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
                                                              overrides: SiteOverrides(database: database, http: http)))
         }
         return instances
     }
 
+    /// Closes the instances' own pools and the shared HTTP client (`withDatabase` closes the first pool).
     static func close(_ instances: [SIWADependencies]) async {
-        for instance in instances { try? await instance.database.close() }
-        await instances.first?.http.shutdown()
+        for instance in instances.dropFirst() { try? await instance.database.close() }
+        await instances.first?.apple.shutdown()
     }
 
     /// Runs `body` with three instances and a loopback Apple, closing them afterwards whatever happens.
     static func withThreeInstances(_ backend: Backend, _ body: ([SIWADependencies], LoopbackApple) async throws -> Void) async throws {
-        let apple = try await LoopbackApple.start()
-        guard let instances = try await instances(backend, count: 3, apple: apple) else {
-            await apple.stop()
-            return
+        try await LoopbackApple.with { apple in
+            try await withDatabase(backend, poolSize: 2) { test in
+                let instances = try await Self.instances(test, count: 3, apple: apple)
+                do {
+                    try await body(instances, apple)
+                } catch {
+                    await close(instances)
+                    throw error
+                }
+                await close(instances)
+            }
         }
-        do {
-            try await body(instances, apple)
-        } catch {
-            await close(instances)
-            await apple.stop()
-            throw error
-        }
-        await close(instances)
-        await apple.stop()
     }
 
     /// People signed in on the web, each with a refresh token the stand-in accepts.
     static func seed(_ instance: SIWADependencies, apple: LoopbackApple, prefix: String, count: Int) async throws {
         for index in 0..<count {
             let token = "refresh-\(prefix)-\(index)"
-            await apple.state.accept(refreshToken: token)
+            apple.accept(refreshToken: token)
             let signIn = VerifiedSignIn(sub: "\(prefix).\(index)", email: "\(prefix)\(index)@example.com", emailVerified: true,
                                         isPrivateEmail: false, clientID: TestApp.clientID, refreshToken: token,
                                         givenName: "Person", familyName: "\(index)")
-            _ = try await instance.complete(signIn, sessionKind: "web", logger: TestDatabase.quietLogger)
+            _ = try await instance.complete(signIn, sessionKind: .web, logger: TestDatabase.quietLogger)
         }
     }
 
@@ -74,7 +71,7 @@ struct SeveralInstancesTests {
 
     /// Refresh-grant calls Apple received, per refresh token.
     static func callsPerToken(_ apple: LoopbackApple) async -> [String: Int] {
-        await apple.state.requests(to: "/auth/token").filter { $0["grant_type"] == "refresh_token" }
+        apple.requests(to: "/auth/token").filter { $0["grant_type"] == "refresh_token" }
             .reduce(into: [:]) { $0[$1["refresh_token"] ?? "", default: 0] += 1 }
     }
 
@@ -85,7 +82,7 @@ struct SeveralInstancesTests {
         }
     }
 
-    @Test("three instances: each refresh token validated exactly once per interval, over several passes", arguments: Backend.all)
+    @Test("three instances: each refresh token validated exactly once per interval, over several passes", arguments: Backend.allCases)
     func consentCheckedOncePerInterval(backend: Backend) async throws {
         try await Self.withThreeInstances(backend) { instances, apple in
             try await Self.seed(instances[0], apple: apple, prefix: "si", count: 30)
@@ -110,7 +107,7 @@ struct SeveralInstancesTests {
         }
     }
 
-    @Test("an instance that dies holding claims loses nobody and double-checks nobody: its people are checked once the lease ends", arguments: Backend.all)
+    @Test("an instance that dies holding claims loses nobody and double-checks nobody: its people are checked once the lease ends", arguments: Backend.allCases)
     func deadInstanceClaimsExpire(backend: Backend) async throws {
         try await Self.withThreeInstances(backend) { instances, apple in
             try await Self.seed(instances[0], apple: apple, prefix: "dead", count: 12)
@@ -138,7 +135,7 @@ struct SeveralInstancesTests {
         }
     }
 
-    @Test("the sweeper runs on one instance per minute; another takes over when the holder stops", arguments: Backend.all)
+    @Test("the sweeper runs on one instance per minute; another takes over when the holder stops", arguments: Backend.allCases)
     func sweeperOnce(backend: Backend) async throws {
         try await Self.withThreeInstances(backend) { instances, apple in
             let clock = ManualClock(Int64(Date().timeIntervalSince1970))

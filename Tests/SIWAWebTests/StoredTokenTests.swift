@@ -24,12 +24,12 @@ extension TestApp {
     }
 
     /// The revoke calls Apple got, waiting up to `seconds` for at least `count` of them.
-    func revokeRequests(atLeast count: Int, within seconds: Double = 5) async throws -> [[String: String]] {
-        var revokes = await apple.state.requests(to: "/auth/revoke")
+    func revokeRequests(atLeast count: Int, within seconds: Double = 5) async throws -> [LoopbackApple.Request] {
+        var revokes = apple.requests(to: "/auth/revoke")
         let deadline = Date().addingTimeInterval(seconds)
         while revokes.count < count, Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))
-            revokes = await apple.state.requests(to: "/auth/revoke")
+            revokes = apple.requests(to: "/auth/revoke")
         }
         return revokes
     }
@@ -40,7 +40,7 @@ struct StoredTokenTests {
     // MARK: Bound to their place (issue 11, point 5)
 
     @Test("a ciphertext copied onto another account's row does not open: Apple never gets one person's token for another",
-          arguments: Backend.all)
+          arguments: Backend.allCases)
     func copiedCiphertextDoesNotOpen(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup: two people; someone with write access to the database copies a's ciphertext onto b's row
@@ -64,7 +64,7 @@ struct StoredTokenTests {
         }
     }
 
-    @Test("tokens sealed the old way are re-sealed for their place at start-up, and keep working", arguments: Backend.all)
+    @Test("tokens sealed the old way are re-sealed for their place at start-up, and keep working", arguments: Backend.allCases)
     func legacyTokensAreResealed(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup: rows as the previous release wrote them, in each place a token is kept
@@ -133,7 +133,7 @@ struct StoredTokenTests {
 
     // MARK: One per client id, all revoked (issue 11, point 6)
 
-    @Test("a web and an app sign-in keep a token each; deletion revokes both at Apple", arguments: Backend.all)
+    @Test("a web and an app sign-in keep a token each; deletion revokes both at Apple", arguments: Backend.allCases)
     func webAndAppTokensAreAllRevoked(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             // setup: the website, then the app (the native endpoint's last step, after its checks)
@@ -143,7 +143,7 @@ struct StoredTokenTests {
             let appSignIn = VerifiedSignIn(sub: "st.both", email: nil, emailVerified: false, isPrivateEmail: false,
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-token",
                                            givenName: nil, familyName: nil)
-            guard case .signedIn = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger) else {
+            guard case .signedIn = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger) else {
                 Issue.record("the app sign-in did not complete")
                 return
             }
@@ -169,7 +169,7 @@ struct StoredTokenTests {
             let appSignIn = VerifiedSignIn(sub: "st.check", email: nil, emailVerified: false, isPrivateEmail: false,
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-check",
                                            givenName: nil, familyName: nil)
-            _ = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger)
+            _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
             let account = try #require(try await app.database.user(sub: "st.check"))
 
             // MUT: the stand-in refuses both (invalid_grant): consent is gone
@@ -191,11 +191,11 @@ struct StoredTokenTests {
             try await app.signIn(browser, sub: "st.mixed")
             let (account, webToken) = try await app.accountAndToken(sub: "st.mixed")
             let webPlain = try app.dependencies.cipher.open(webToken.refreshToken, from: .account(userID: account.id, clientID: TestApp.clientID))
-            await app.apple.state.accept(refreshToken: webPlain)
+            app.apple.accept(refreshToken: webPlain)
             let appSignIn = VerifiedSignIn(sub: "st.mixed", email: nil, emailVerified: false, isPrivateEmail: false,
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-refused",
                                            givenName: nil, familyName: nil)
-            _ = try await app.dependencies.complete(appSignIn, sessionKind: "api", logger: TestDatabase.quietLogger)
+            _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
 
             // MUT
             let result = await app.consentCheck().runOnce()

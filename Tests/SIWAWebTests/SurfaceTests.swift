@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import JOSE
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @testable import SIWAWeb
@@ -42,7 +43,7 @@ struct SurfaceTests {
         }
     }
 
-    @Test("healthz answers 200 while the database answers, 503 when it does not", arguments: Backend.all)
+    @Test("healthz answers 200 while the database answers, 503 when it does not", arguments: Backend.allCases)
     func health(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             #expect(try await browser.get("/healthz").status == .ok)

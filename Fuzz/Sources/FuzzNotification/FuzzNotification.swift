@@ -48,7 +48,7 @@ public func fuzzNotification(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     case let .failure(error):
         FuzzInput.invariant([200, 400, 503].contains(error.httpStatus), "status \(error.httpStatus)")
         // The stand-in's keys were fetched and the clock never moves: keys are never unavailable.
-        if case .keysUnavailable = error { FuzzInput.invariant(false, "keys unavailable: \(error)") }
+        if case .jws(.keysUnavailable) = error { FuzzInput.invariant(false, "keys unavailable: \(error)") }
     }
     return 0
 }

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import Hummingbird
 
@@ -75,7 +76,7 @@ struct AuthorizeController: Sendable {
                 "name": "\(person.givenName) \(person.familyName)",
                 "initials": "\(person.givenName.prefix(1))\(person.familyName.prefix(1))",
                 "email": person.email,
-                "href": "/auth/authorize?" + FormEncoding.build(carried + [("person_id", person.id)]),
+                "href": "/auth/authorize?" + PercentEncoding.query(carried + [("person_id", person.id)]),
                 "returning": returning,
             ])
         }
@@ -100,7 +101,7 @@ struct AuthorizeController: Sendable {
         // Apple only lets a person edit the name and choose share/hide on the first authorization.
         context["askName"] = first && authorization.scopes.contains("name")
         context["askEmail"] = first && authorization.scopes.contains("email")
-        context["switchHref"] = "/auth/authorize?" + FormEncoding.build(carried)
+        context["switchHref"] = "/auth/authorize?" + PercentEncoding.query(carried)
         return EmulatorResponse.html(templates.render("sheet", context))
     }
 
@@ -127,7 +128,7 @@ struct AuthorizeController: Sendable {
             return errorPage(error)
         }
         let person = await state.createPerson(givenName: given, familyName: family, email: email)
-        let query = FormEncoding.build(carried.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } + [("person_id", person.id)])
+        let query = PercentEncoding.query(carried.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } + [("person_id", person.id)])
         return EmulatorResponse.redirect(to: "/auth/authorize?" + query)
     }
 
@@ -172,9 +173,9 @@ struct AuthorizeController: Sendable {
             return EmulatorResponse.html(page)
         case .query:
             let separator = authorization.redirectURI.contains("?") ? "&" : "?"
-            return EmulatorResponse.redirect(to: authorization.redirectURI + separator + FormEncoding.build(fields))
+            return EmulatorResponse.redirect(to: authorization.redirectURI + separator + PercentEncoding.query(fields))
         case .fragment:
-            return EmulatorResponse.redirect(to: authorization.redirectURI + "#" + FormEncoding.build(fields))
+            return EmulatorResponse.redirect(to: authorization.redirectURI + "#" + PercentEncoding.query(fields))
         }
     }
 }

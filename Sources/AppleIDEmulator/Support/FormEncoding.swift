@@ -1,6 +1,7 @@
 import Foundation
 
-/// `application/x-www-form-urlencoded` parsing and building, as browsers and libcurl produce it.
+/// `application/x-www-form-urlencoded` parsing, as browsers and libcurl produce it. (Building uses CurlHTTP's
+/// `PercentEncoding`: the emulator may share the HTTP layer, never AppleSignIn.)
 enum FormEncoding {
     /// Parses `a=1&b=2`; `+` is a space, keys and values are percent-decoded; the first value of a
     /// repeated key wins (Apple's endpoints take single values).
@@ -18,19 +19,5 @@ enum FormEncoding {
     private static func decode(_ part: Substring) -> String {
         let spaced = part.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
-    }
-
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
-    )
-
-    /// RFC 3986 unreserved characters stay; everything else is percent-encoded.
-    static func encode(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
-    }
-
-    /// `a=1&b=2`, in the given order.
-    static func build(_ fields: [(String, String)]) -> String {
-        fields.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
     }
 }

@@ -7,8 +7,8 @@ import JOSE
 public struct AppleAPIClient: Sendable {
     /// Apple's origin without a trailing slash.
     public let baseURL: String
-    /// The libcurl client every call goes through.
-    public let http: CurlHTTPClient
+    /// The libcurl client every call goes through (its owner, the composition root, shuts it down).
+    let http: CurlHTTPClient
     /// Signs the `client_secret` of each call (cached).
     public let secrets: ClientSecretProvider
     /// Per-call timeout.
@@ -30,8 +30,27 @@ public struct AppleAPIClient: Sendable {
 
     /// Where Apple publishes its public keys.
     public var keysURL: String { baseURL + "/auth/keys" }
-    /// Where a person is sent to authorize (`GET`).
-    public var authorizeURL: String { baseURL + "/auth/authorize" }
+
+    /// Apple's key cache at ``keysURL``, over this client's HTTP connections and with its timeout.
+    public func keyCache(now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) -> JWKSCache {
+        JWKSCache(keysURL: keysURL, http: http, timeout: timeout, now: now)
+    }
+
+    /// Closes the HTTP client this client (and a ``keyCache(now:)`` made from it) calls Apple through:
+    /// once, when nothing calls Apple any more. Whoever built the client decides when; a web app's
+    /// shutdown does.
+    public func shutdown() async {
+        await http.shutdown()
+    }
+    /// Where a person is sent to authorize (`GET`), with the query SPEC §3 lists: `code id_token` by
+    /// `form_post`, scope `name email`, and the request's `state` and `nonce`.
+    public func authorizeURL(clientID: String, redirectURI: String, state: String, nonce: String) -> String {
+        baseURL + "/auth/authorize?" + PercentEncoding.query([
+            ("client_id", clientID), ("redirect_uri", redirectURI),
+            ("response_type", "code id_token"), ("response_mode", "form_post"), ("scope", "name email"),
+            ("state", state), ("nonce", nonce),
+        ])
+    }
     var tokenURL: String { baseURL + "/auth/token" }
     var revokeURL: String { baseURL + "/auth/revoke" }
     var migrationURL: String { baseURL + "/auth/usermigrationinfo" }

@@ -41,9 +41,15 @@ public struct IdentityTokenVerifier: Sendable {
     ///   - code: the authorization code the token arrived with, to check `c_hash` against.
     /// - Throws: ``IdentityTokenError``.
     public func verify(_ token: String, audiences: Set<String>, nonce: ExpectedNonce, code: String?) async throws -> IdentityTokenClaims {
-        let jws = try AppleJWS.parse(token)
-        let key = try await AppleJWS.key(for: jws, in: keys)
-        guard jws.isValidRS256(for: key) else { throw IdentityTokenError.invalidSignature }
+        let jws: CompactJWS
+        let key: RSAPublicKey
+        do {
+            jws = try AppleJWS.parse(token)
+            key = try await AppleJWS.key(for: jws, in: keys)
+        } catch let error as AppleJWSError {
+            throw IdentityTokenError.jws(error)
+        }
+        guard jws.isValidRS256(for: key) else { throw IdentityTokenError.jws(.invalidSignature) }
 
         let claims: IdentityTokenClaims
         do {
@@ -53,14 +59,14 @@ public struct IdentityTokenVerifier: Sendable {
         } catch DecodingError.keyNotFound(let key, _) {
             throw IdentityTokenError.missingClaim(key.stringValue)
         } catch {
-            throw IdentityTokenError.malformed("claims are not the JSON Apple sends (\(AppleJWS.describe(error)))")
+            throw IdentityTokenError.jws(.malformed("claims are not the JSON Apple sends (\(AppleJWS.describe(error)))"))
         }
 
-        guard claims.iss == AppleIdentity.issuer else { throw IdentityTokenError.wrongIssuer(claims.iss) }
-        guard audiences.contains(claims.aud) else { throw IdentityTokenError.wrongAudience(claims.aud) }
+        guard claims.iss == AppleIdentity.issuer else { throw IdentityTokenError.jws(.wrongIssuer(claims.iss)) }
+        guard audiences.contains(claims.aud) else { throw IdentityTokenError.jws(.wrongAudience(claims.aud)) }
         let t = now()
-        guard claims.exp > t - leeway else { throw IdentityTokenError.expired }
-        guard claims.iat <= t + leeway else { throw IdentityTokenError.issuedInFuture }
+        guard claims.exp > t - leeway else { throw IdentityTokenError.jws(.expired) }
+        guard claims.iat <= t + leeway else { throw IdentityTokenError.jws(.issuedInFuture) }
         guard !claims.sub.isEmpty else { throw IdentityTokenError.missingClaim("sub") }
 
         switch nonce {
@@ -89,50 +95,5 @@ public struct IdentityTokenVerifier: Sendable {
     /// (OpenID Connect Core §3.3.2.11 for an RS256 token).
     public static func cHash(forCode code: String) -> String {
         Base64URL.encode(SHA256.hash(Array(code.utf8)).prefix(16))
-    }
-}
-
-/// The JWS steps identity tokens and notifications share.
-enum AppleJWS {
-    static func parse(_ token: String) throws(IdentityTokenError) -> CompactJWS {
-        let jws: CompactJWS
-        do {
-            jws = try CompactJWS(compact: token)
-        } catch {
-            // An `alg: none` token has an empty signature, which the JWS parser refuses as malformed;
-            // report the algorithm when the header says it, since that is the real reason.
-            if let alg = headerAlgorithm(of: token), alg != "RS256" { throw .unsupportedAlgorithm(alg) }
-            throw .malformed(describe(error))
-        }
-        // Checked before any key lookup so an attacker's alg never reaches the key cache.
-        guard jws.header.alg == "RS256" else { throw .unsupportedAlgorithm(jws.header.alg) }
-        return jws
-    }
-
-    /// The `alg` of a token's header, read without validating the rest.
-    private static func headerAlgorithm(of token: String) -> String? {
-        guard token.utf8.count <= CompactJWS.maximumLength,
-              let segment = token.split(separator: ".", omittingEmptySubsequences: false).first,
-              let bytes = try? Base64URL.decode(segment),
-              let header = try? JSONDecoder().decode(JWSHeader.self, from: Data(bytes))
-        else { return nil }
-        return header.alg
-    }
-
-    static func key(for jws: CompactJWS, in keys: JWKSCache) async throws -> RSAPublicKey {
-        guard let kid = jws.header.kid, !kid.isEmpty else { throw IdentityTokenError.malformed("header has no kid") }
-        return try await keys.key(for: kid)
-    }
-
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case let error as JOSEError: "\(error)"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-             DecodingError.dataCorrupted(let context), DecodingError.keyNotFound(_, let context):
-            context.codingPath.isEmpty
-                ? context.debugDescription
-                : "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
-        default: String(describing: error)
-        }
     }
 }

@@ -69,8 +69,8 @@ public actor JWKSCache {
     public var cachedKeyIDs: [String] { entries.keys.sorted() }
 
     /// The RS256 public key Apple publishes under `kid`.
-    /// - Throws: ``IdentityTokenError/unknownKey(_:)`` when Apple does not publish `kid`;
-    ///   ``IdentityTokenError/keysUnavailable(_:)`` when the key set cannot be had.
+    /// - Throws: ``AppleJWSError/unknownKey(_:)`` when Apple does not publish `kid`;
+    ///   ``AppleJWSError/keysUnavailable(_:)`` when the key set cannot be had.
     public func key(for kid: String) async throws -> RSAPublicKey {
         // A fetch under way may bring the kid (or fresher keys): wait for it rather than start another.
         if let task = inFlight { try? await task.value }
@@ -85,7 +85,7 @@ public actor JWKSCache {
                 } catch {
                     return entries[kid]?.key ?? entry.key
                 }
-                guard let current = entries[kid] else { throw IdentityTokenError.unknownKey(kid) }
+                guard let current = entries[kid] else { throw AppleJWSError.unknownKey(kid) }
                 return current.key
             }
             return entry.key
@@ -94,19 +94,19 @@ public actor JWKSCache {
         if fetchedAt == nil {
             // Never fetched successfully: nothing to fall back on.
             guard mayRetryAfterFailure(at: t) else {
-                throw IdentityTokenError.keysUnavailable(lastFailure?.reason ?? "no keys fetched yet")
+                throw AppleJWSError.keysUnavailable(lastFailure?.reason ?? "no keys fetched yet")
             }
         } else if let lastAttemptAt, t - lastAttemptAt < minimumRefetchInterval {
-            throw IdentityTokenError.unknownKey(kid)
+            throw AppleJWSError.unknownKey(kid)
         }
         do {
             try await refresh()
-        } catch let error as IdentityTokenError {
+        } catch let error as AppleJWSError {
             throw error
         } catch {
-            throw IdentityTokenError.keysUnavailable(String(describing: error))
+            throw AppleJWSError.keysUnavailable(String(describing: error))
         }
-        guard let entry = entries[kid] else { throw IdentityTokenError.unknownKey(kid) }
+        guard let entry = entries[kid] else { throw AppleJWSError.unknownKey(kid) }
         return entry.key
     }
 
@@ -138,14 +138,14 @@ public actor JWKSCache {
             lastFailure = nil
         } catch {
             let reason: String
-            if case let .keysUnavailable(inner) = error as? IdentityTokenError {
+            if case let .keysUnavailable(inner) = error as? AppleJWSError {
                 reason = inner
             } else {
                 reason = String(describing: error)
             }
             lastFailure = (started, reason)
             logger.warning("fetching Apple's keys failed", metadata: ["url": "\(keysURL)", "reason": "\(LogSafe.text(reason))"])
-            throw IdentityTokenError.keysUnavailable(reason)
+            throw AppleJWSError.keysUnavailable(reason)
         }
     }
 
@@ -157,15 +157,15 @@ public actor JWKSCache {
         do {
             response = try await http.execute(request)
         } catch let error as HTTPClientError {
-            throw IdentityTokenError.keysUnavailable("\(keysURL): \(error)")
+            throw AppleJWSError.keysUnavailable("\(keysURL): \(error)")
         }
         guard response.status == 200 else {
-            throw IdentityTokenError.keysUnavailable("\(keysURL) answered HTTP \(response.status)")
+            throw AppleJWSError.keysUnavailable("\(keysURL) answered HTTP \(response.status)")
         }
         do {
             return try JSONDecoder().decode(JWKSet.self, from: Data(response.body))
         } catch {
-            throw IdentityTokenError.keysUnavailable("\(keysURL) did not return a JWK set")
+            throw AppleJWSError.keysUnavailable("\(keysURL) did not return a JWK set")
         }
     }
 
@@ -188,7 +188,7 @@ public actor JWKSCache {
         }
         // An empty set is more likely a broken response than Apple revoking every key: keep what we have.
         guard !fresh.isEmpty else {
-            throw IdentityTokenError.keysUnavailable("\(keysURL) returned no usable RS256 keys")
+            throw AppleJWSError.keysUnavailable("\(keysURL) returned no usable RS256 keys")
         }
         entries = fresh
     }

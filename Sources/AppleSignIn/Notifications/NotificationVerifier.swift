@@ -48,29 +48,29 @@ public struct NotificationVerifier: Sendable {
         do {
             jws = try AppleJWS.parse(envelope.payload)
             key = try await AppleJWS.key(for: jws, in: keys)
-        } catch let error as IdentityTokenError {
-            throw Self.map(error)
+        } catch let error as AppleJWSError {
+            throw NotificationError.jws(error)
         }
-        guard jws.isValidRS256(for: key) else { throw NotificationError.invalidSignature }
+        guard jws.isValidRS256(for: key) else { throw NotificationError.jws(.invalidSignature) }
 
         let claims: Claims
         do {
             claims = try JSONDecoder().decode(Claims.self, from: Data(jws.payload))
         } catch {
-            throw NotificationError.malformedToken("claims: \(AppleJWS.describe(error))")
+            throw NotificationError.jws(.malformed("claims: \(AppleJWS.describe(error))"))
         }
-        guard claims.iss == AppleIdentity.issuer else { throw NotificationError.wrongIssuer(claims.iss) }
-        guard audiences.contains(claims.aud) else { throw NotificationError.wrongAudience(claims.aud) }
+        guard claims.iss == AppleIdentity.issuer else { throw NotificationError.jws(.wrongIssuer(claims.iss)) }
+        guard audiences.contains(claims.aud) else { throw NotificationError.jws(.wrongAudience(claims.aud)) }
         let t = now()
-        guard claims.iat <= t + leeway else { throw NotificationError.issuedInFuture }
-        guard claims.iat >= t - maximumAge else { throw NotificationError.expired }
-        if let exp = claims.exp, exp <= t - leeway { throw NotificationError.expired }
+        guard claims.iat <= t + leeway else { throw NotificationError.jws(.issuedInFuture) }
+        guard claims.iat >= t - maximumAge else { throw NotificationError.jws(.expired) }
+        if let exp = claims.exp, exp <= t - leeway { throw NotificationError.jws(.expired) }
 
         let events = try Self.decodeEvents(claims.events)
         guard let type = ServerNotification.EventType(appleValue: events.type) else {
             throw NotificationError.unknownEventType(events.type)
         }
-        guard !events.sub.isEmpty else { throw NotificationError.malformedToken("events has an empty sub") }
+        guard !events.sub.isEmpty else { throw NotificationError.jws(.malformed("events has an empty sub")) }
 
         let replayKey = claims.jti.map { "jti:\($0)" } ?? "sha256:" + SHA256.hexDigest(Array(envelope.payload.utf8))
         return ServerNotification(
@@ -88,18 +88,7 @@ public struct NotificationVerifier: Sendable {
                 return try JSONDecoder().decode(Events.self, from: Data(text.utf8))
             }
         } catch {
-            throw NotificationError.malformedToken("events: \(AppleJWS.describe(error))")
-        }
-    }
-
-    private static func map(_ error: IdentityTokenError) -> NotificationError {
-        switch error {
-        case let .unsupportedAlgorithm(alg): .unsupportedAlgorithm(alg)
-        case let .unknownKey(kid): .unknownKey(kid)
-        case let .keysUnavailable(reason): .keysUnavailable(reason)
-        case .invalidSignature: .invalidSignature
-        case let .malformed(reason): .malformedToken(reason)
-        default: .malformedToken(error.description)
+            throw NotificationError.jws(.malformed("events: \(AppleJWS.describe(error))"))
         }
     }
 

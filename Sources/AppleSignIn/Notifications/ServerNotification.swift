@@ -51,17 +51,9 @@ public struct ServerNotification: Sendable, Equatable {
 public enum NotificationError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The request body is not `{"payload": "<JWS>"}`.
     case malformedBody(String)
-    /// The JWS or its claims/events are not what Apple sends.
-    case malformedToken(String)
-    case unsupportedAlgorithm(String)
-    case unknownKey(String)
-    case keysUnavailable(String)
-    case invalidSignature
-    case wrongIssuer(String)
-    case wrongAudience(String)
-    case issuedInFuture
-    /// `iat` older than the verifier's `maximumAge`, or `exp` in the past.
-    case expired
+    /// A failure of the JWS or of the claims notifications share with identity tokens; `.malformed`
+    /// also when the claims or events are not what Apple sends.
+    case jws(AppleJWSError)
     /// `events.type` is not one Apple documents; the caller may acknowledge and ignore it.
     case unknownEventType(String)
 
@@ -77,7 +69,7 @@ public enum NotificationError: Error, Equatable, Sendable, CustomStringConvertib
     public var httpStatus: Int {
         switch self {
         case .unknownEventType: 200
-        case .keysUnavailable: 503
+        case .jws(.keysUnavailable): 503
         default: 400
         }
     }
@@ -87,15 +79,7 @@ public enum NotificationError: Error, Equatable, Sendable, CustomStringConvertib
     public var description: String {
         switch self {
         case let .malformedBody(reason): "notification body is malformed: \(LogSafe.text(reason))"
-        case let .malformedToken(reason): "notification token is malformed: \(LogSafe.text(reason))"
-        case let .unsupportedAlgorithm(alg): "notification algorithm \"\(LogSafe.text(alg, limit: 32))\" is not accepted (RS256 only)"
-        case let .unknownKey(kid): "no Apple public key with kid \"\(LogSafe.text(kid, limit: 64))\""
-        case let .keysUnavailable(reason): "Apple's public keys are unavailable: \(LogSafe.text(reason))"
-        case .invalidSignature: "notification signature is invalid"
-        case let .wrongIssuer(iss): "notification issuer \"\(LogSafe.text(iss, limit: 64))\" is not \(AppleIdentity.issuer)"
-        case let .wrongAudience(aud): "notification audience \"\(LogSafe.text(aud, limit: 64))\" is not a configured client id"
-        case .issuedInFuture: "notification is issued in the future"
-        case .expired: "notification is too old or expired"
+        case let .jws(error): error.description(for: .notification)
         case let .unknownEventType(type): "notification event type \"\(LogSafe.text(type, limit: 64))\" is not known"
         }
     }

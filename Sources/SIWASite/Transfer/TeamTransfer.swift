@@ -50,7 +50,7 @@ public struct TeamTransfer: Sendable {
 
     /// Closes the database and the HTTP client.
     public func close() async {
-        await dependencies.http.shutdown()
+        await dependencies.apple.shutdown()
         try? await dependencies.database.close()
     }
 }

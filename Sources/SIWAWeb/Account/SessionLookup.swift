@@ -14,7 +14,7 @@ extension SIWADependencies {
     func webSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
         guard let token = request.cookies[cookies.sessionName]?.value, BearerSecret.isWellFormed(token) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == "web" else { return nil }
+        guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == .web else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 
@@ -24,7 +24,7 @@ extension SIWADependencies {
         let token = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
         guard BearerSecret.isWellFormed(token) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.session(tokenHash: hash, now: now()), record.kind == "api" else { return nil }
+        guard let (record, account) = try await database.session(tokenHash: hash, now: now()), record.kind == .api else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 }

@@ -1,5 +1,4 @@
 import AppleSignIn
-import CurlHTTP
 import Hummingbird
 import Logging
 
@@ -11,7 +10,7 @@ enum AppleFailure {
             return WebError(.badRequest, kind: "invalid_id_token", title: "Sign-in could not be verified",
                             message: "Apple's sign-in token could not be read.")
         }
-        if case .keysUnavailable(let reason) = error {
+        if case .jws(.keysUnavailable(let reason)) = error {
             logger.warning("Apple's keys are unavailable", metadata: ["reason": .string(LogSafe.text(reason))])
             return WebError(.badGateway, kind: "apple_keys_unavailable", title: "Apple is not answering",
                             message: "We could not reach Apple to check your sign-in.", hint: "Please try again in a minute.")

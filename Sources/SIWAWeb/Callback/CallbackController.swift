@@ -197,7 +197,7 @@ struct CallbackController: Sendable {
     /// `request`'s own session, if any, ends: a sign-in always starts a fresh session (no fixation).
     private func finish(_ signIn: VerifiedSignIn, replacing request: Request, returnTo: ReturnTarget?, logger: Logger) async throws -> Response {
         let configuration = dependencies.configuration
-        switch try await dependencies.complete(signIn, sessionKind: "web", logger: logger) {
+        switch try await dependencies.complete(signIn, sessionKind: .web, logger: logger) {
         case .signedIn(_, let created, let sessionToken):
             if let previous = request.cookies[dependencies.cookies.sessionName]?.value, BearerSecret.isWellFormed(previous) {
                 try await dependencies.database.deleteSession(tokenHash: BearerSecret.hash(previous))

@@ -52,10 +52,10 @@ extension SIWADependencies {
     static let webSessionLifetime = Int64(Cookies.sessionLifetime)
     static let apiSessionLifetime: Int64 = 90 * 86_400
 
-    func complete(_ signIn: VerifiedSignIn, sessionKind: String, logger: Logger) async throws -> SignInResult {
+    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, logger: Logger) async throws -> SignInResult {
         let sessionToken = BearerSecret.generate()
         let now = now()
-        let lifetime = sessionKind == "api" ? Self.apiSessionLifetime : Self.webSessionLifetime
+        let lifetime = sessionKind == .api ? Self.apiSessionLifetime : Self.webSessionLifetime
         // Sealed inside the store's transaction, once the account id is known (new, existing or transferred).
         var sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?
         if let token = signIn.refreshToken {
@@ -73,7 +73,7 @@ extension SIWADependencies {
         )) else {
             return .profileRequired
         }
-        logger.info("signed in", metadata: ["user": .string(account.id), "new": .stringConvertible(created), "kind": .string(sessionKind)])
+        logger.info("signed in", metadata: ["user": .string(account.id), "new": .stringConvertible(created), "kind": .string(sessionKind.rawValue)])
         return .signedIn(account: account, created: created, sessionToken: sessionToken)
     }
 

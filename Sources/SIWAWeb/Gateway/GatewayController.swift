@@ -1,4 +1,5 @@
 import AppleSignIn
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -82,7 +83,7 @@ struct GatewayController: Sendable {
                                   metadata: ["refusal": .string("\(refusal)")])
             target = root
         }
-        return dependencies.configuration.publicURL + "/oauth2/start?rd=" + SignInController.percentEncode(target.location)
+        return dependencies.configuration.publicURL + "/oauth2/start?rd=" + PercentEncoding.encode(target.location)
     }
 
     /// `GET /oauth2/userinfo`: who is signed in, as JSON.

@@ -93,7 +93,7 @@ struct NativeAPIController: Sendable {
             claims = try await dependencies.identityTokens.verify(
                 identityToken, audiences: Set(configuration.nativeClientIDs), nonce: .sha256Hex(of: rawNonce), code: nil)
         } catch let error as IdentityTokenError {
-            if case .keysUnavailable = error {
+            if case .jws(.keysUnavailable) = error {
                 throw WebError(.badGateway, kind: "apple_keys_unavailable", title: "Apple is not answering",
                                message: "Apple's keys could not be fetched; try again.", retryPath: nil)
             }
@@ -133,7 +133,7 @@ struct NativeAPIController: Sendable {
 
         let signIn = VerifiedSignIn(claims: claims, clientID: bundleID, refreshToken: refreshToken,
                                     givenName: givenName, familyName: familyName)
-        switch try await dependencies.complete(signIn, sessionKind: "api", logger: logger) {
+        switch try await dependencies.complete(signIn, sessionKind: .api, logger: logger) {
         case .signedIn(let account, let created, let token):
             dependencies.metrics.signIn(created ? "new_account" : "returning", channel: "native")
             return .json(SignInAnswer(token: token, user: UserView(account)))

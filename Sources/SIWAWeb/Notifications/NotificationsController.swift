@@ -26,7 +26,7 @@ struct NotificationsController: Sendable {
                 dependencies.metrics.notification("unsupported", result: "ignored")
                 return .json(Answer(status: "ignored", event: nil))
             }
-            if case .keysUnavailable = error {
+            if case .jws(.keysUnavailable) = error {
                 // Apple retries; answering 503 asks it to.
                 throw WebError(.serviceUnavailable, kind: "apple_keys_unavailable", title: "Keys unavailable",
                                message: "Apple's keys could not be fetched to verify this notification.")

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 
 /// `application/x-www-form-urlencoded` pairs in order, repeats kept (so that a repeated parameter can be
@@ -51,7 +52,7 @@ enum FormPairs {
     }
 
     private static func component(_ value: String) -> String {
-        SignInController.percentEncode(value).replacingOccurrences(of: "%20", with: "+")
+        PercentEncoding.encode(value).replacingOccurrences(of: "%20", with: "+")
     }
 }
 

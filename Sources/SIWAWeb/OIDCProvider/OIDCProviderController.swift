@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -125,7 +126,7 @@ struct OIDCProviderController: Sendable {
             // The Apple sign-in first; the gateway's `rd` (SPEC §10) brings the person back to this same
             // request, without prompt=login so that it does not send them round again.
             let back = pairs.filter { $0.0 != "prompt" || !validated.prompt.contains("login") }
-            return .seeOther("/auth/apple?rd=" + SignInController.percentEncode(Path.authorize + "?" + FormPairs.encode(back)))
+            return .seeOther("/auth/apple?rd=" + PercentEncoding.encode(Path.authorize + "?" + FormPairs.encode(back)))
         }
 
         let code = BearerSecret.generate()

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import Hummingbird
 import JOSE
@@ -43,7 +44,7 @@ struct SignInController: Sendable {
     /// `path`, with `?rd=` when there is a return target.
     static func startPath(_ path: String, _ target: ReturnTarget?) -> String {
         guard let target else { return path }
-        return path + "?rd=" + percentEncode(target.location)
+        return path + "?rd=" + PercentEncoding.encode(target.location)
     }
 
     /// `GET /auth/apple[?rd=]` and the gateway's `GET /oauth2/start?rd=`: one handler, one rate-limit
@@ -74,26 +75,10 @@ struct SignInController: Sendable {
             returnTo: returnTo
         )
         try await dependencies.database.insertPendingAuthorization(pending)
-        let url = Self.authorizeURL(configuration: configuration, state: pending.state, nonce: pending.nonce)
+        let url = dependencies.apple.authorizeURL(clientID: configuration.clientID, redirectURI: configuration.redirectURI,
+                                                 state: pending.state, nonce: pending.nonce)
         var response = Response.seeOther(url)
         response.setCookie(dependencies.cookies.binding(binding))
         return response
-    }
-
-    /// `{APPLE_BASE_URL}/auth/authorize?…` exactly as SPEC §3 lists it.
-    static func authorizeURL(configuration: SIWAConfiguration, state: String, nonce: String) -> String {
-        let query = [
-            ("client_id", configuration.clientID), ("redirect_uri", configuration.redirectURI),
-            ("response_type", "code id_token"), ("response_mode", "form_post"), ("scope", "name email"),
-            ("state", state), ("nonce", nonce),
-        ].map { "\($0.0)=\(percentEncode($0.1))" }.joined(separator: "&")
-        return configuration.appleBaseURL + "/auth/authorize?" + query
-    }
-
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
-    /// RFC 3986 unreserved characters stay; everything else (space → %20) is escaped.
-    static func percentEncode(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 }

@@ -1,8 +1,10 @@
+import CurlHTTP
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
 import SIWAStore
+import SIWATestSupport
 import Testing
 
 @testable import SIWAWeb
@@ -21,7 +23,7 @@ struct OIDCProviderTests {
         try? FileManager.default.removeItem(atPath: fixture.directory)
     }
 
-    @Test("discovery: issuer is PUBLIC_URL exactly; the JWKS publishes the current and the previous key", arguments: Backend.all)
+    @Test("discovery: issuer is PUBLIC_URL exactly; the JWKS publishes the current and the previous key", arguments: Backend.allCases)
     func discovery(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, fixture in
             let response = try await browser.get("/.well-known/openid-configuration")
@@ -46,7 +48,7 @@ struct OIDCProviderTests {
     }
 
     @Test("a signed-in person: code, exchange (client_secret_basic), an ID token signed by the JWKS key, UserInfo — siwa's sub, never Apple's",
-          arguments: Backend.all)
+          arguments: Backend.allCases)
     func wholeFlow(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.apple.sub", given: "Ada", family: "Lovelace", email: "ada@example.com")
@@ -100,7 +102,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("scopes decide the claims: openid alone carries neither email nor name", arguments: Backend.all)
+    @Test("scopes decide the claims: openid alone carries neither email nor name", arguments: Backend.allCases)
     func scopes(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.scopes")
@@ -114,7 +116,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("client_secret_post, and a public client with none + PKCE (a redirect URI with a query keeps it)", arguments: Backend.all)
+    @Test("client_secret_post, and a public client with none + PKCE (a redirect URI with a query keeps it)", arguments: Backend.allCases)
     func otherClientAuthentication(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.auth")
@@ -137,7 +139,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("an unknown client or an unregistered redirect URI is an error page, never a redirect", arguments: Backend.all)
+    @Test("an unknown client or an unregistered redirect URI is an error page, never a redirect", arguments: Backend.allCases)
     func untrustedRedirects(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.redirects")
@@ -161,14 +163,14 @@ struct OIDCProviderTests {
                 #expect(response.location == nil)
             }
             // A repeated redirect_uri cannot be trusted either.
-            let repeated = try await browser.get(RPRequest().path + "&redirect_uri=" + SignInController.percentEncode("https://evil.example.net/"))
+            let repeated = try await browser.get(RPRequest().path + "&redirect_uri=" + PercentEncoding.encode("https://evil.example.net/"))
             #expect(repeated.status == .badRequest && repeated.page == "error")
             // Malformed percent-encoding.
             #expect(try await browser.get("/oidc/authorize?client_id=%zz").page == "error")
         }
     }
 
-    @Test("other errors go back to the client with error=, error_description and state", arguments: Backend.all)
+    @Test("other errors go back to the client with error=, error_description and state", arguments: Backend.allCases)
     func redirectedErrors(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.errors")
@@ -218,7 +220,7 @@ struct OIDCProviderTests {
     }
 
     @Test("without a session: prompt=none is login_required; otherwise the Apple sign-in starts with rd back to this request",
-          arguments: Backend.all)
+          arguments: Backend.allCases)
     func withoutSession(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             var silent = RPRequest()
@@ -247,7 +249,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("a code used twice is invalid_grant and revokes the access token it issued", arguments: Backend.all)
+    @Test("a code used twice is invalid_grant and revokes the access token it issued", arguments: Backend.allCases)
     func replayedCode(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.replay")
@@ -269,7 +271,7 @@ struct OIDCProviderTests {
     }
 
     @Test("a wrong PKCE verifier, a missing one, another client or another redirect URI: invalid_grant, and the code is spent",
-          arguments: Backend.all)
+          arguments: Backend.allCases)
     func codeBinding(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.binding")
@@ -306,7 +308,7 @@ struct OIDCProviderTests {
     }
 
     @Test("client authentication: a wrong secret, a missing one, an unknown client, a secret for a public client → 401 invalid_client, code untouched",
-          arguments: Backend.all)
+          arguments: Backend.allCases)
     func clientAuthentication(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.secret")
@@ -334,7 +336,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("an expired code (older than 60 s) is invalid_grant", arguments: Backend.all)
+    @Test("an expired code (older than 60 s) is invalid_grant", arguments: Backend.allCases)
     func expiredCode(backend: Backend) async throws {
         let clock = TestClock()
         try await Self.run(backend, clock: clock) { app, browser, _ in
@@ -350,7 +352,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("malformed token requests are JSON errors, never a 500 or an HTML page", arguments: Backend.all)
+    @Test("malformed token requests are JSON errors, never a 500 or an HTML page", arguments: Backend.allCases)
     func malformedTokenRequests(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             let basic = "Basic " + Base64.encode(Array("\(OIDCFixture.confidentialID):\(OIDCFixture.confidentialSecret)".utf8))
@@ -359,7 +361,7 @@ struct OIDCProviderTests {
                 ("no grant_type", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "code=x&redirect_uri=y", "invalid_request"),
                 ("refresh grant", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "grant_type=refresh_token&refresh_token=x", "unsupported_grant_type"),
                 ("unknown code", [.contentType: "application/x-www-form-urlencoded", .authorization: basic],
-                 "grant_type=authorization_code&code=\(SecureRandom.token())&redirect_uri=\(SignInController.percentEncode(OIDCFixture.confidentialRedirect))", "invalid_grant"),
+                 "grant_type=authorization_code&code=\(SecureRandom.token())&redirect_uri=\(PercentEncoding.encode(OIDCFixture.confidentialRedirect))", "invalid_grant"),
                 ("bad basic", [.contentType: "application/x-www-form-urlencoded", .authorization: "Basic %%%"], "grant_type=authorization_code", "invalid_client"),
                 ("bearer", [.contentType: "application/x-www-form-urlencoded", .authorization: "Bearer x"], "grant_type=authorization_code", "invalid_client"),
                 ("no client", [.contentType: "application/x-www-form-urlencoded"], "grant_type=authorization_code&code=x", "invalid_client"),
@@ -379,7 +381,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("deleting the account and Apple's consent-revoked end the person's OIDC access tokens", arguments: Backend.all)
+    @Test("deleting the account and Apple's consent-revoked end the person's OIDC access tokens", arguments: Backend.allCases)
     func lifecycle(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             func accessToken(_ browser: Browser) async throws -> String {
@@ -411,7 +413,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("the daily consent check's invalid_grant (consent revoked at Apple) ends OIDC access tokens too", arguments: Backend.all)
+    @Test("the daily consent check's invalid_grant (consent revoked at Apple) ends OIDC access tokens too", arguments: Backend.allCases)
     func dailyCheckRevokes(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.daily")
@@ -419,7 +421,7 @@ struct OIDCProviderTests {
             let code = try #require(try await app.authorize(browser, request).query["code"])
             let accessToken = try #require(try await app.token(code: code, request: request, browser: browser).json()["access_token"] as? String)
             #expect(try await app.userInfo(browser, accessToken: accessToken).status == .ok)
-            await app.apple.state.set(.appleError(code: "invalid_grant", status: 400))
+            app.apple.setBehaviour(.appleError(status: 400, code: "invalid_grant"), for: "/auth/token")
             // The check's clock is two days ahead; the token's hour is judged by the app's own clock.
             let result = await app.consentCheck().runOnce()
             #expect(result.revoked == 1)
@@ -427,7 +429,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("the name comes from the stored account on every login, though Apple sent it only the first time", arguments: Backend.all)
+    @Test("the name comes from the stored account on every login, though Apple sent it only the first time", arguments: Backend.allCases)
     func nameOnEveryLogin(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.again", given: "Grace", family: "Hopper", email: "grace@example.com")
@@ -444,7 +446,7 @@ struct OIDCProviderTests {
         }
     }
 
-    @Test("no OIDC_CLIENTS_FILE outside demo mode: no provider routes", arguments: [Backend.all[0]])
+    @Test("no OIDC_CLIENTS_FILE outside demo mode: no provider routes", arguments: [Backend.allCases[0]])
     func off(backend: Backend) async throws {
         try await TestApp.run(backend) { _, browser in
             let discovery = try await browser.get("/.well-known/openid-configuration")

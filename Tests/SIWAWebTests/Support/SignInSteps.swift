@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 /// A started sign-in: what `GET /auth/apple` put in Apple's authorize URL.
@@ -31,7 +32,7 @@ extension TestApp {
         kid: String = LoopbackApple.kid, edit: (inout MintedClaims) -> Void = { _ in }
     ) async throws -> [(String, String)] {
         let code = "c" + SecureRandom.token(byteCount: 12)
-        await apple.state.register(code: code, sub: sub)
+        apple.register(code: code, sub: sub)
         var claims = MintedClaims(aud: TestApp.clientID, sub: sub, nonce: started.nonce, c_hash: LoopbackApple.cHash(code),
                                   email: email, email_verified: .string("true"), is_private_email: .string("false"))
         edit(&claims)

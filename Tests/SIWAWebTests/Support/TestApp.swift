@@ -10,13 +10,6 @@ import SIWATestSupport
 import SIWAWeb
 import Testing
 
-/// The databases every web test runs on (see `TestDatabase`).
-typealias Backend = TestDatabase
-
-extension TestDatabase {
-    static var all: [TestDatabase] { allCases }
-}
-
 /// The app under test, wired to a loopback Apple and a fresh database, driven in-process.
 struct TestApp {
     static let clientID = "com.example.web"
@@ -41,34 +34,28 @@ struct TestApp {
         return values
     }
 
-    /// Runs `test` against the app on `backend` (skipped when that backend is unavailable).
+    /// Runs `test` against the app on a private database on `backend` (skipped when that backend is
+    /// unavailable), with a loopback Apple; both are gone afterwards.
     static func run(
         _ backend: Backend, settings overrides: [String: String] = [:], live: Bool = false, logger: Logger? = nil,
         now: (@Sendable () -> Int64)? = nil,
         _ test: @escaping @Sendable (TestApp, Browser) async throws -> Void
     ) async throws {
-        guard let database = try await backend.open() else { return }
-        let apple = try await LoopbackApple.start()
-        let configuration = try SIWAConfiguration.load(from: try settings(apple: apple, overrides: overrides))
-        let logger = logger ?? {
-            var logger = Logger(label: "test.web")
-            logger.logLevel = .warning
-            return logger
-        }()
-        // The production wiring (Apple's HTTP client, templates, token re-seal) on this test's database and clock.
-        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger,
-                                                           overrides: SiteOverrides(database: database, now: now))
-        let testApp = TestApp(apple: apple, dependencies: dependencies, database: database)
-        let app = buildApplication(dependencies, logger: logger)
-        do {
-            try await app.test(live ? .live : .router) { client in
-                try await test(testApp, Browser(client: client))
+        // Small pools: many cases run in parallel against one PostgreSQL.
+        try await withDatabase(backend, poolSize: 2) { testDatabase in
+            try await LoopbackApple.with { apple in
+                let configuration = try SIWAConfiguration.load(from: try settings(apple: apple, overrides: overrides))
+                let logger = logger ?? TestDatabase.quietLogger
+                // The production wiring (Apple's HTTP client, templates, token re-seal) on this test's database and clock.
+                let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger,
+                                                                   overrides: SiteOverrides(database: testDatabase.db, now: now))
+                let testApp = TestApp(apple: apple, dependencies: dependencies, database: testDatabase.db)
+                let app = buildApplication(dependencies, logger: logger)
+                try await app.test(live ? .live : .router) { client in
+                    try await test(testApp, Browser(client: client))
+                }
             }
-        } catch {
-            await apple.stop()
-            throw error
         }
-        await apple.stop()
     }
 }
 
@@ -98,7 +85,7 @@ final class Browser: Sendable {
     func postForm(_ uri: String, _ fields: [(String, String)], headers: HTTPFields = [:]) async throws -> TestResponse {
         var headers = headers
         headers[.contentType] = "application/x-www-form-urlencoded"
-        return try await send(uri, method: .post, headers: headers, body: ByteBuffer(string: CookieJar.formEncode(fields)))
+        return try await send(uri, method: .post, headers: headers, body: ByteBuffer(string: PercentEncoding.query(fields)))
     }
 
     @discardableResult
