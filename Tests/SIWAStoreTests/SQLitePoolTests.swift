@@ -1,0 +1,91 @@
+import Foundation
+import SIWAStore
+import SIWATestSupport
+import SQLiteDirect
+import Testing
+
+/// SQLite run directly: what another process's lock, many concurrent readers and the background
+/// checkpointer do to the store. (A second `SQLiteConnection` on the file stands in for another process:
+/// SQLite's locks work between connections the same way.)
+@Suite("SQLite pool: busy retries, readers, checkpoints")
+struct SQLitePoolTests {
+    private static func pending(_ index: Int, now: Int64 = 1_000) -> PendingAuthorization {
+        PendingAuthorization(state: "state-\(index)", nonce: "nonce-\(index)", bindingHash: "hash", createdAt: now, expiresAt: now + 600)
+    }
+
+    private static func path(_ test: TestDatabase) throws -> String {
+        guard case .sqlite(let path) = test.url.kind else { throw CancellationError() }
+        return path
+    }
+
+    @Test("a write waits, without failing, while another connection holds the write lock, and lands once it lets go")
+    func writeWaitsForAnotherWriter() async throws {
+        try await withDatabase(.sqlite) { test in
+            let other = try SQLiteConnection(path: try Self.path(test))
+            defer { other.close() }
+            try other.executeScript("BEGIN IMMEDIATE")
+            let started = ContinuousClock.now
+            let write = Task { try await test.db.insertPendingAuthorization(Self.pending(1)) }
+            try await Task.sleep(for: .milliseconds(300))
+            // Readers go on meanwhile (WAL).
+            #expect(try await test.db.countPendingAuthorizations(now: 1_000) == 0)
+            try other.executeScript("COMMIT")
+            try await write.value
+            #expect(ContinuousClock.now - started >= .milliseconds(300))
+            #expect(try await test.db.countPendingAuthorizations(now: 1_000) == 1)
+        }
+    }
+
+    @Test("a lock held longer than the patience ends in 'unavailable', not a hang")
+    func lockHeldTooLong() async throws {
+        try await withDatabase(.sqlite) { test in
+            let other = try SQLiteConnection(path: try Self.path(test))
+            defer { other.close() }
+            try other.executeScript("BEGIN IMMEDIATE")
+            defer { try? other.executeScript("COMMIT") }
+            let started = ContinuousClock.now
+            await #expect(throws: StoreError.self) { try await test.db.insertPendingAuthorization(Self.pending(2)) }
+            let waited = ContinuousClock.now - started
+            #expect(waited >= .seconds(9) && waited < .seconds(20))
+        }
+    }
+
+    @Test("200 concurrent readers and writers on 2 reader connections: every write lands, every read answers")
+    func manyConcurrentUsers() async throws {
+        try await withDatabase(.sqlite, poolSize: 2) { test in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        if index.isMultiple(of: 2) {
+                            try await test.db.insertPendingAuthorization(Self.pending(index))
+                        } else {
+                            _ = try await test.db.countPendingAuthorizations(now: 1_000)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await test.db.countPendingAuthorizations(now: 1_000) == 100)
+        }
+    }
+
+    @Test("the background checkpointer copies the WAL into the database file, so the WAL starts over")
+    func checkpointer() async throws {
+        try await withDatabase(.sqlite) { test in
+            // Each commit appends at least one frame; SQLite's own automatic checkpoints are off.
+            for index in 0..<60 { try await test.db.insertPendingAuthorization(Self.pending(index)) }
+            try await Task.sleep(for: .seconds(1.5))
+            // Once everything was copied, the next writer starts the WAL from its beginning again.
+            try await test.db.insertPendingAuthorization(Self.pending(1_000))
+            let probe = try SQLiteConnection(path: try Self.path(test))
+            defer { probe.close() }
+            // (busy, frames now in the WAL, frames copied): without the checkpointer, all 61 commits' frames.
+            let result = try probe.query("PRAGMA wal_checkpoint(PASSIVE)")
+            guard case .integer(let frames) = result.rows.first?[1] else {
+                Issue.record("unexpected PRAGMA answer \(result.rows)")
+                return
+            }
+            #expect(frames > 0 && frames < 20)
+        }
+    }
+}
