@@ -40,11 +40,30 @@ public struct UserAccount: Sendable, Equatable {
 
     /// "Given Family", trimmed; nil when both parts are empty.
     public var displayName: String? {
-        let parts = [givenName, familyName]
-            .compactMap { $0?.trimmingCharacters(in: .whitespacesAndNewlines) }
-            .filter { !$0.isEmpty }
-        return parts.isEmpty ? nil : parts.joined(separator: " ")
+        switch (Self.trimmed(givenName), Self.trimmed(familyName)) {
+        case (nil, nil): return nil
+        case (let given?, nil): return given
+        case (nil, let family?): return family
+        case (let given?, let family?): return given + " " + family
+        }
     }
+
+    /// `value` without leading and trailing white space and newlines, exactly as Foundation's
+    /// `trimmingCharacters(in: .whitespacesAndNewlines)` trims (a test compares them) without its cost on
+    /// every sign-in; nil when nothing is left.
+    public static func trimmed(_ value: String?) -> String? {
+        guard let scalars = value?.unicodeScalars,
+              let first = scalars.firstIndex(where: { !whitespace.contains($0.value) }),
+              let last = scalars.lastIndex(where: { !whitespace.contains($0.value) })
+        else { return nil }
+        if first == scalars.startIndex && last == scalars.index(before: scalars.endIndex) { return value }
+        return String(scalars[first...last])
+    }
+
+    /// Foundation's `.whitespacesAndNewlines`, read once (it holds only Basic Multilingual Plane scalars).
+    private static let whitespace: Set<UInt32> = Set((0...0xFFFF).filter { value in
+        Unicode.Scalar(value).map { CharacterSet.whitespacesAndNewlines.contains($0) } ?? false
+    })
 
     /// True when the account has neither a given nor a family name.
     public var hasNoName: Bool { displayName == nil }

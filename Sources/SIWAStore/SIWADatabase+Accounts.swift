@@ -243,8 +243,7 @@ extension SIWADatabase {
     }
 
     static func nonEmpty(_ value: String?) -> String? {
-        guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
-        return trimmed
+        UserAccount.trimmed(value)
     }
 }
 
