@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "AppleSignIn", package: "siwa"),
                 .product(name: "CurlHTTP", package: "siwa"),
                 .product(name: "SIWAWeb", package: "siwa"),
+                .product(name: "SIWASite", package: "siwa"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

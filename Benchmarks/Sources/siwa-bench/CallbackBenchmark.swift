@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JOSE
 import Logging
 import NIOCore
+import SIWASite
 import SIWAWeb
 
 /// The whole sign-in as the service handles it: SIWAWeb's app in-process (`app.test(.router)`) on
@@ -33,7 +34,7 @@ enum CallbackBenchmark {
             "DATA_DIR": directory.path, "LOG_LEVEL": "warning",
         ]
         let configuration = try SIWAConfiguration.load(from: settings)
-        let dependencies = try await makeDependencies(configuration: configuration, logger: logger)
+        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger)
         // Apple's answer to the code exchange, minted once: the same person signs in each time.
         await apple.state.setExchangeToken(try apple.mint(.typical(aud: clientID, sub: sub, nonce: nil, code: nil)), for: sub)
 
