@@ -5,11 +5,15 @@ import Foundation
 /// refused, RFC 6749 §3.1), `+` read as a space.
 enum FormPairs {
     /// nil when a percent escape is malformed or decodes to invalid UTF-8.
+    /// Split on the bytes `&` and `=` (not on Characters: a form is bytes, and grapheme breaking over
+    /// Apple's few-KiB callback body cost more than the rest of the parse).
     static func parse(_ encoded: String) -> [(String, String)]? {
         var pairs: [(String, String)] = []
-        for part in encoded.split(separator: "&", omittingEmptySubsequences: true) {
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decode(pieces[0]), let value = pieces.count > 1 ? decode(pieces[1]) : "" else { return nil }
+        for part in encoded.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let equals = part.firstIndex(of: UInt8(ascii: "="))
+            guard let name = decode(part[..<(equals ?? part.endIndex)]),
+                  let value = equals.map({ decode(part[part.index(after: $0)...]) }) ?? ""
+            else { return nil }
             pairs.append((name, value))
         }
         return pairs
@@ -19,9 +23,13 @@ enum FormPairs {
     /// Foundation's `removingPercentEncoding`, without its string copies: Apple's callback runs this on
     /// every sign-in).
     static func decode(_ raw: Substring) -> String? {
+        decode(raw.utf8)
+    }
+
+    static func decode(_ raw: Substring.UTF8View) -> String? {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(raw.utf8.count)
-        var iterator = raw.utf8.makeIterator()
+        bytes.reserveCapacity(raw.count)
+        var iterator = raw.makeIterator()
         while let byte = iterator.next() {
             switch byte {
             case UInt8(ascii: "+"):
