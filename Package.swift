@@ -110,6 +110,8 @@ let package = Package(
             dependencies: [
                 "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

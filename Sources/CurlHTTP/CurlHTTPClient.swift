@@ -32,6 +32,12 @@ public final class CurlHTTPClient: Sendable {
         public var verifyTLS: Bool = true
         /// The `User-Agent` sent unless a request sets its own. Default: `siwa/1.0 (libcurl)`.
         public var userAgent: String = "siwa/1.0 (libcurl)"
+        /// Where a caller continues once its request is done. Called on the caller's thread as a request
+        /// starts; may return a function that runs its argument on that thread's scheduler (a server's
+        /// event loop), so the caller's task resumes where it was instead of wherever the network
+        /// thread's wake-up lands it. nil (the default), or nil returned: the continuation is resumed
+        /// from the network thread, and the task's executor schedules it.
+        public var completionHandoff: (@Sendable () -> (@Sendable (@escaping @Sendable () -> Void) -> Void)?)? = nil
 
         /// The default configuration; each field's default is stated on the field.
         public init() {}
@@ -63,7 +69,8 @@ public final class CurlHTTPClient: Sendable {
         let id = loop.reserve()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                loop.submit(Transfer(id: id, options: options, continuation: continuation))
+                loop.submit(Transfer(id: id, options: options, continuation: continuation,
+                                     deliver: configuration.completionHandoff?()))
             }
         } onCancel: {
             loop.cancel(id)

@@ -8,11 +8,15 @@ final class Transfer: Sendable {
     let id: UInt64
     let options: TransferOptions
     private let continuation: Mutex<CheckedContinuation<HTTPClientResponse, any Error>?>
+    /// Runs the resumption where the caller wants it (``CurlHTTPClient/Configuration/completionHandoff``).
+    private let deliver: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
 
-    init(id: UInt64, options: TransferOptions, continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
+    init(id: UInt64, options: TransferOptions, continuation: CheckedContinuation<HTTPClientResponse, any Error>,
+         deliver: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil) {
         self.id = id
         self.options = options
         self.continuation = Mutex(continuation)
+        self.deliver = deliver
     }
 
     func resume(with result: Result<HTTPClientResponse, HTTPClientError>) {
@@ -20,6 +24,12 @@ final class Transfer: Sendable {
             defer { slot = nil }
             return slot
         }
-        taken?.resume(with: result.mapError { $0 as any Error })
+        guard let taken else { return }
+        let outcome = result.mapError { $0 as any Error }
+        if let deliver {
+            deliver { taken.resume(with: outcome) }
+        } else {
+            taken.resume(with: outcome)
+        }
     }
 }
