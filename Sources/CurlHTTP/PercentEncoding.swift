@@ -32,6 +32,16 @@ public enum PercentEncoding {
         }
     }
 
+    /// The value of one hexadecimal digit of a `%XX` escape (either case); nil for any other byte.
+    public static func hexDigitValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
     /// `0`–`9`, `A`–`F`.
     @inline(__always)
     private static func hexDigit(_ nibble: UInt8) -> UInt8 {

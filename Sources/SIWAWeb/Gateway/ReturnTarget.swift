@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 
 /// `ALLOWED_REDIRECT_HOSTS`: hosts besides `PUBLIC_URL`'s that `rd` may name (SPEC §10).
@@ -139,12 +140,7 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func hex(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        PercentEncoding.hexDigitValue(byte)
     }
 
     static func hasWellFormedEscapes(_ bytes: [UInt8]) -> Bool {
