@@ -18,8 +18,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "siwa", path: ".."),
-        // The same Hummingbird the app uses (the root package pins the version).
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         .target(name: "CFuzzerDriver"),
@@ -30,7 +28,7 @@ let package = Package(
         ),
         fuzzTarget("FuzzCallbackForm", [
             .product(name: "AppleSignIn", package: "siwa"),
-            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "CurlHTTP", package: "siwa"),
         ]),
         fuzzTarget("FuzzCompactJWS", [.product(name: "AppleSignIn", package: "siwa")]),
         fuzzTarget("FuzzJWK", [.product(name: "AppleSignIn", package: "siwa")]),

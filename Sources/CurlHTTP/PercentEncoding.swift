@@ -48,6 +48,43 @@ public enum PercentEncoding {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
+    /// An `application/x-www-form-urlencoded` body or query as its pairs, in order, repeats kept; a part
+    /// without `=` is a name with an empty value; empty parts are skipped. nil when an escape is malformed
+    /// or a name or value is not UTF-8. Split on the bytes `&` and `=`, not on Characters (a form is
+    /// bytes; grapheme breaking over Apple's few-KiB callback body cost more than the rest of the parse).
+    public static func formPairs(_ encoded: String) -> [(String, String)]? {
+        var pairs: [(String, String)] = []
+        for part in encoded.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let equals = part.firstIndex(of: UInt8(ascii: "="))
+            guard let name = formDecode(part[..<(equals ?? part.endIndex)]),
+                  let value = equals.map({ formDecode(part[part.index(after: $0)...]) }) ?? ""
+            else { return nil }
+            pairs.append((name, value))
+        }
+        return pairs
+    }
+
+    /// `+` as a space, `%XX` as that byte; nil on a malformed escape or bytes that are not UTF-8 (as
+    /// Foundation's `removingPercentEncoding` after `+` → space, without its string copies).
+    public static func formDecode(_ raw: Substring.UTF8View) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(raw.count)
+        var iterator = raw.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"):
+                bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexDigitValue), let low = iterator.next().flatMap(hexDigitValue)
+                else { return nil }
+                bytes.append(high << 4 | low)
+            default:
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     /// `name=value&…` in the given order, names and values encoded (a form body or a URL query).
     public static func query(_ fields: [(String, String)]) -> String {
         fields.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")

@@ -1,37 +1,28 @@
 import AppleSignIn
 import FuzzSupport
-import Hummingbird
+import CurlHTTP
 import JOSE
 
-/// The fields of Apple's `form_post` callback, exactly as SIWAWeb's `CallbackForm` declares them
-/// (that type is internal to the app, so it is mirrored here; keep the two in step).
-struct CallbackForm: Decodable {
-    var code: String?
-    var id_token: String?
-    var state: String?
-    var user: String?
-    var error: String?
-}
-
-/// SIWAWeb's `ProfileForm` (the name form), read by the same decoder.
-struct ProfileForm: Decodable {
-    var csrf: String?
-    var givenName: String?
-    var familyName: String?
-}
-
-/// The callback body as the app reads it: at most 64 KiB, turned into a String the way NIO's
-/// `String(buffer:)` does (invalid UTF-8 repaired), decoded by Hummingbird's URLEncodedFormDecoder;
-/// then what the controller does with the fields before any network call: the `user` JSON and the
-/// `id_token` (parsed and checked against the stand-in key set).
+/// The callback body as the app reads it (SIWAWeb's `FormBody`, which is internal to the app, so its
+/// few lines are mirrored here; keep the two in step): at most 64 KiB, turned into a String the way
+/// NIO's `String(buffer:)` does (invalid UTF-8 repaired), split into pairs by `PercentEncoding.formPairs`,
+/// a repeated field refused; then what the controller does with the fields before any network call:
+/// the `user` JSON and the `id_token` (parsed and checked against the stand-in key set). Every pair
+/// must survive encoding and parsing again unchanged.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCallbackForm(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = FuzzInput.bytes(data, size)
     guard bytes.count <= 64 * 1024 else { return 0 }
     let body = String(decoding: bytes, as: UTF8.self)
 
-    _ = try? URLEncodedFormDecoder().decode(ProfileForm.self, from: body)
-    guard let form = try? URLEncodedFormDecoder().decode(CallbackForm.self, from: body) else { return 0 }
+    guard let pairs = PercentEncoding.formPairs(body) else { return 0 }
+    var fields: [String: String] = [:]
+    for (name, value) in pairs {
+        let again = PercentEncoding.formPairs(PercentEncoding.query([(name, value)]))
+        FuzzInput.invariant(again?.count == 1 && again?[0].0 == name && again?[0].1 == value, "a pair did not survive encoding")
+        guard fields.updateValue(value, forKey: name) == nil else { return 0 }
+    }
+    let form = (user: fields["user"], id_token: fields["id_token"], state: fields["state"], code: fields["code"])
 
     if let user = form.user, let payload = AppleUserPayload.parse(user) {
         FuzzInput.invariant(payload.hasName || payload.email != nil, "parsed user payload is empty")

@@ -4,45 +4,14 @@ import Foundation
 /// `application/x-www-form-urlencoded` pairs in order, repeats kept (so that a repeated parameter can be
 /// refused, RFC 6749 §3.1), `+` read as a space.
 enum FormPairs {
-    /// nil when a percent escape is malformed or decodes to invalid UTF-8.
-    /// Split on the bytes `&` and `=` (not on Characters: a form is bytes, and grapheme breaking over
-    /// Apple's few-KiB callback body cost more than the rest of the parse).
+    /// nil when a percent escape is malformed or decodes to invalid UTF-8 (``PercentEncoding/formPairs(_:)``).
     static func parse(_ encoded: String) -> [(String, String)]? {
-        var pairs: [(String, String)] = []
-        for part in encoded.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let equals = part.firstIndex(of: UInt8(ascii: "="))
-            guard let name = decode(part[..<(equals ?? part.endIndex)]),
-                  let value = equals.map({ decode(part[part.index(after: $0)...]) }) ?? ""
-            else { return nil }
-            pairs.append((name, value))
-        }
-        return pairs
+        PercentEncoding.formPairs(encoded)
     }
 
-    /// `+` as a space, `%XX` as that byte; nil on a malformed escape or bytes that are not UTF-8 (as
-    /// Foundation's `removingPercentEncoding`, without its string copies: Apple's callback runs this on
-    /// every sign-in).
+    /// One form-encoded name or value (`+` a space, `%XX` a byte); nil when malformed or not UTF-8.
     static func decode(_ raw: Substring) -> String? {
-        decode(raw.utf8)
-    }
-
-    static func decode(_ raw: Substring.UTF8View) -> String? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(raw.count)
-        var iterator = raw.makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case UInt8(ascii: "+"):
-                bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(PercentEncoding.hexDigitValue),
-                      let low = iterator.next().flatMap(PercentEncoding.hexDigitValue) else { return nil }
-                bytes.append(high << 4 | low)
-            default:
-                bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
+        PercentEncoding.formDecode(raw.utf8)
     }
 
     /// Spaces as `+` (the form encoding RFC 6749 Appendix B names), so that a request carried in the
