@@ -30,8 +30,12 @@ final class SQLitePool: Sendable {
         self.logger = logger
         self.maximumReaders = max(1, maximumReaders)
         writer = try Self.connect(path)
-        // WAL is a property of the file: every later connection (and process) uses it.
+        // WAL is a property of the file: every later connection (and process) uses it. Switching needs
+        // the file to itself for a moment, so at start-up (and only here) SQLite may wait for another
+        // process's lock, as it did before this pool existed.
+        writer.setBusyTimeout(milliseconds: 10_000)
         try writer.executeScript("PRAGMA journal_mode = WAL")
+        writer.setBusyTimeout(milliseconds: 0)
         readers = Mutex(Readers())
         checkpointing = Mutex(nil)
         startCheckpointing()

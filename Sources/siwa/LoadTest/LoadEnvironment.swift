@@ -122,17 +122,20 @@ struct LoadEnvironment: Sendable {
     /// Polls `/healthz` until it answers 200 (the server has migrated and listens), for at most a minute.
     private static func waitUntilHealthy(_ server: ServerProcess, url: String) async throws {
         let http = CurlHTTPClient()
-        defer { Task { await http.shutdown() } }
         let deadline = ContinuousClock.now.advanced(by: .seconds(60))
-        while ContinuousClock.now < deadline {
-            guard server.isRunning else {
-                throw LoadTestError("`siwa serve` exited before it was healthy; its log ends:\n\(server.logTail())")
+        var problem: String?
+        while problem == nil {
+            if !server.isRunning {
+                problem = "`siwa serve` exited before it was healthy"
+            } else if ContinuousClock.now >= deadline {
+                problem = "`siwa serve` did not answer \(url) with 200 within 60 s"
+            } else if let response = try? await http.execute(HTTPClientRequest(url: url, timeout: .seconds(2))), response.status == 200 {
+                break
+            } else {
+                try? await Task.sleep(for: .milliseconds(100))
             }
-            if let response = try? await http.execute(HTTPClientRequest(url: url, timeout: .seconds(2))), response.status == 200 {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(100))
         }
-        throw LoadTestError("`siwa serve` did not answer \(url) with 200 within 60 s; its log ends:\n\(server.logTail())")
+        await http.shutdown()
+        if let problem { throw LoadTestError("\(problem); its log ends:\n\(server.logTail())") }
     }
 }

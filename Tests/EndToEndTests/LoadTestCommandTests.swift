@@ -1,0 +1,44 @@
+import Foundation
+import SIWATestSupport
+import Testing
+
+/// `siwa loadtest`, the tool the performance numbers come from, run as a person runs it.
+@Suite("siwa loadtest")
+struct LoadTestCommandTests {
+    @Test("it starts siwa serve as its own process, reports its CPU per sign-in beside the floor, and stops it",
+          .enabled(if: SIWABinary.path != nil))
+    func measuresTheServerAlone() async throws {
+        let binary = try #require(SIWABinary.path)
+        var environment = ProcessInfo.processInfo.environment
+        // The server must not inherit these from the shell (the load test passes it only its own settings).
+        environment["DATABASE_URL"] = "postgres://nobody:wrong@127.0.0.1:1/none"
+        environment["LOG_LEVEL"] = "trace"
+        let (status, output) = try await SIWABinary.run(binary, [
+            "loadtest", "--concurrency", "4", "--latency-ms", "0", "--duration", "2", "--warmup", "1",
+        ], environment: environment)
+        #expect(status == 0, "\(output.suffix(2_000))")
+
+        let resultLine = try #require(output.split(separator: "\n").last { $0.hasPrefix("RESULT ") }, "\(output.suffix(2_000))")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(resultLine.dropFirst("RESULT ".count).utf8)) as? [String: Any])
+        #expect(json["server"] as? String == "process")
+        #expect(json["errors"] as? Int == 0)
+        let flows = try #require(json["flows"] as? Int)
+        #expect(flows > 0)
+        let cpu = try #require(json["serverCPUMicrosecondsPerSignIn"] as? Double)
+        let floor = try #require(json["floorMicrosecondsPerSignIn"] as? Double)
+        let ratio = try #require(json["ratioToFloor"] as? Double)
+        #expect(cpu > 0 && floor > 0 && floor < 10_000)
+        #expect(abs(ratio - cpu / floor) < 0.01 * ratio)
+        #expect(try #require(json["serverPeakRSSMegabytes"] as? Double) > 1)
+        #expect(json["loadGeneratorCPUCores"] is Double)
+        #expect(String(describing: json["database"] ?? "").hasPrefix("sqlite:"))
+        #expect(output.contains("server CPU") && output.contains("floor"))
+
+        // The server it started is gone: its port no longer answers.
+        let appLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("siwa loadtest: app ") })
+        let port = try #require(appLine.split(separator: ",").first?.split(separator: ":").last.flatMap { Int($0) })
+        let probe = try? await ChildProcess.run("/usr/bin/env", ["python3", "-c",
+            "import socket; s=socket.socket(); s.settimeout(2); exit(0 if s.connect_ex(('127.0.0.1', \(port))) != 0 else 1)"])
+        #expect(probe?.status == 0, "siwa serve still listens on \(port)")
+    }
+}
