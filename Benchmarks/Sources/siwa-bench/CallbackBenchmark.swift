@@ -30,7 +30,7 @@ enum CallbackBenchmark {
             "APPLE_PRIVATE_KEY": try P256PrivateKey.generate().pkcs8PEM(),
             "APPLE_BASE_URL": apple.baseURL, "PUBLIC_URL": "https://app.example.com",
             "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)),
-            "RATE_LIMIT_PER_MINUTE": "0", "DATABASE_URL": "sqlite:" + directory.appendingPathComponent("bench.sqlite").path,
+            "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0", "DATABASE_URL": "sqlite:" + directory.appendingPathComponent("bench.sqlite").path,
             "DATA_DIR": directory.path, "LOG_LEVEL": "warning",
         ]
         let configuration = try SIWAConfiguration.load(from: settings)
@@ -48,7 +48,7 @@ enum CallbackBenchmark {
             let again = try await signIn(client, apple: apple)
             try require(again.callback.status == .seeOther && again.callback.headers[.location] == "/account",
                         "a returning sign-in did not reach /account (status \(again.callback.status))")
-            try require(again.callback.headers[values: .setCookie].contains { $0.hasPrefix("siwa_session=") },
+            try require(again.callback.headers[values: .setCookie].contains { $0.hasPrefix("__Host-siwa_session=") },
                         "a returning sign-in set no session cookie")
             let replay = try await client.execute(uri: "/auth/apple/callback", method: .post,
                                                   headers: again.callbackHeaders, body: ByteBuffer(string: again.form))

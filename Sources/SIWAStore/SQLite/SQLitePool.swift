@@ -132,8 +132,16 @@ final class SQLitePool: Sendable {
             // Its own connection, and its own thread for the copy and its fsync.
             let thread = NIOThreadPool(numberOfThreads: 1)
             thread.start()
-            guard let connection = try? Self.connect(path) else {
-                logger.error("SQLite checkpointer could not open \(path); the WAL grows until the next start")
+            let connection: SQLiteConnection
+            do {
+                // A pool closed before this task got to run (a short-lived tool or test) has nothing to copy.
+                try Task.checkCancellation()
+                connection = try Self.connect(path)
+            } catch is CancellationError {
+                try? await thread.shutdownGracefully()
+                return
+            } catch {
+                logger.error("SQLite checkpointer could not open \(path); the WAL grows until the next start", metadata: ["error": "\(error)"])
                 try? await thread.shutdownGracefully()
                 return
             }
