@@ -39,22 +39,25 @@ public enum DemoEmulator {
 /// The app and its Apple ID emulator run together on loopback in this process: what `siwa loadtest`
 /// starts, and what the end-to-end tests start.
 public enum SiteWithEmulator {
-    /// Starts the emulator on `127.0.0.1:emulatorPort` and the app (on its configured port) in one service
-    /// group, runs `body` once both listen, and stops both again, also when `body` throws.
+    /// Starts the emulator on `127.0.0.1:emulatorPort` and, given its dependencies, the app (on its
+    /// configured port) in one service group, runs `body` once they listen, and stops them again, also
+    /// when `body` throws. Without dependencies only the emulator runs (the load test's app is a process
+    /// of its own).
     public static func run<T>(
-        dependencies: SIWADependencies, emulatorConfiguration: EmulatorConfiguration, emulator: AppleIDEmulatorState,
+        dependencies: SIWADependencies?, emulatorConfiguration: EmulatorConfiguration, emulator: AppleIDEmulatorState,
         emulatorPort: Int, appLogger: Logger, logger: Logger, _ body: () async throws -> T
     ) async throws -> T {
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let emulatorApp = try await buildEmulatorApplication(
+        var services: [any Service] = [try await buildEmulatorApplication(
             configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort, logger: logger,
-            onServerRunning: { _ in startedContinuation.yield() })
-        let app = buildApplication(dependencies, logger: appLogger) { _ in startedContinuation.yield() }
-        let group = ServiceGroup(services: [emulatorApp, app], gracefulShutdownSignals: [], logger: logger)
+            onServerRunning: { _ in startedContinuation.yield() })]
+        if let dependencies {
+            services.append(buildApplication(dependencies, logger: appLogger) { _ in startedContinuation.yield() })
+        }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: logger)
         let running = Task { try await group.run() }
         var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-        _ = await iterator.next()
+        for _ in services { _ = await iterator.next() }
 
         let result: Result<T, any Error>
         do { result = .success(try await body()) } catch { result = .failure(error) }

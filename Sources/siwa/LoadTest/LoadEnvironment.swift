@@ -3,7 +3,6 @@ import CurlHTTP
 import Foundation
 import JOSE
 import Logging
-import ServiceLifecycle
 import SIWASite
 import SIWAWeb
 
@@ -85,15 +84,6 @@ struct LoadEnvironment: Sendable {
         // No notifications: the load never triggers one, and the emulator would otherwise post to the app.
         let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
         let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
-        let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
-        let emulatorApp = try await buildEmulatorApplication(
-            configuration: emulatorConfiguration, state: emulator, host: "127.0.0.1", port: emulatorPort, logger: logger,
-            onServerRunning: { _ in startedContinuation.yield() })
-        let group = ServiceGroup(services: [emulatorApp], gracefulShutdownSignals: [], logger: logger)
-        let running = Task { try await group.run() }
-        var iterator = started.makeAsyncIterator()
-        _ = await iterator.next()
-
         // The server sees only its settings (and where to find templates/ and Public/), never this process's
         // environment: a DATABASE_URL exported in the shell must not point the load at a real database.
         var serverEnvironment = values
@@ -102,19 +92,26 @@ struct LoadEnvironment: Sendable {
             if let value = ProcessInfo.processInfo.environment[name] { serverEnvironment[name] = value }
         }
         let result: Result<T, any Error>
-        var server: ServerProcess?
         do {
-            let process = try ServerProcess.startServe(environment: serverEnvironment, logPath: dataDirectory + "/server.log")
-            server = process
-            try await waitUntilHealthy(process, url: configuration.publicURL + "/healthz")
-            let environment = LoadEnvironment(configuration: configuration, emulator: emulator, dataDirectory: dataDirectory, server: process)
-            result = .success(try await body(environment))
+            result = .success(try await SiteWithEmulator.run(
+                dependencies: nil, emulatorConfiguration: emulatorConfiguration, emulator: emulator,
+                emulatorPort: emulatorPort, appLogger: logger, logger: logger
+            ) {
+                let server = try ServerProcess.startServe(environment: serverEnvironment, logPath: dataDirectory + "/server.log")
+                do {
+                    try await waitUntilHealthy(server, url: configuration.publicURL + "/healthz")
+                    let value = try await body(LoadEnvironment(configuration: configuration, emulator: emulator,
+                                                               dataDirectory: dataDirectory, server: server))
+                    await server.stop()
+                    return value
+                } catch {
+                    await server.stop()
+                    throw error
+                }
+            })
         } catch {
             result = .failure(error)
         }
-        await server?.stop()
-        await group.triggerGracefulShutdown()
-        _ = try? await running.value
         await emulator.shutdown()
         return try result.get()
     }
