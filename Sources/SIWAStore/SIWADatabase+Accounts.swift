@@ -44,13 +44,13 @@ extension SIWADatabase {
             if account == nil, let oldSub = s.transferFromSub, oldSub != s.appleSub {
                 account = try await Self.transfer(sql, from: oldSub, to: s.appleSub, now: s.now)
             }
-            if account == nil, nameFromFallbackTable, Self.nonEmpty(s.givenName) == nil, Self.nonEmpty(s.familyName) == nil {
+            if account == nil, nameFromFallbackTable, UserAccount.trimmed(s.givenName) == nil, UserAccount.trimmed(s.familyName) == nil {
                 let stored = try await sql.raw("""
                     SELECT \(unsafeRaw: Columns.list(Columns.appleUserInfo)) FROM apple_user_info WHERE apple_sub = \(bind: s.appleSub)
                     """).first()?.appleUserInfo()
                 s.givenName = stored?.givenName
                 s.familyName = stored?.familyName
-                if Self.nonEmpty(s.givenName) == nil, Self.nonEmpty(s.familyName) == nil { return nil }
+                if UserAccount.trimmed(s.givenName) == nil, UserAccount.trimmed(s.familyName) == nil { return nil }
             }
             if account == nil {
                 let id = UUID().uuidString.lowercased()
@@ -60,8 +60,8 @@ extension SIWADatabase {
                     INSERT INTO users (id, apple_sub, email, email_verified, is_private_email, email_disabled,
                                        given_name, family_name, created_at, updated_at, last_sign_in_at)
                     VALUES (\(bind: id), \(bind: s.appleSub), \(bind: s.email), \(bind: s.emailVerified),
-                            \(bind: s.isPrivateEmail), \(bind: false), \(bind: Self.nonEmpty(s.givenName)),
-                            \(bind: Self.nonEmpty(s.familyName)), \(bind: s.now), \(bind: s.now), \(bind: s.now))
+                            \(bind: s.isPrivateEmail), \(bind: false), \(bind: UserAccount.trimmed(s.givenName)),
+                            \(bind: UserAccount.trimmed(s.familyName)), \(bind: s.now), \(bind: s.now), \(bind: s.now))
                     ON CONFLICT (apple_sub) DO NOTHING
                     RETURNING \(unsafeRaw: Columns.list(Columns.user))
                     """).first()?.userAccount()
@@ -75,8 +75,8 @@ extension SIWADatabase {
             }
             if !created {
                 if user.hasNoName {
-                    user.givenName = Self.nonEmpty(s.givenName)
-                    user.familyName = Self.nonEmpty(s.familyName)
+                    user.givenName = UserAccount.trimmed(s.givenName)
+                    user.familyName = UserAccount.trimmed(s.familyName)
                 }
                 // The verified id_token is the source of truth for email; it may omit it (then keep ours).
                 if let email = s.email {
@@ -240,10 +240,6 @@ extension SIWADatabase {
                 """).run()
         }
         return moved
-    }
-
-    static func nonEmpty(_ value: String?) -> String? {
-        UserAccount.trimmed(value)
     }
 }
 

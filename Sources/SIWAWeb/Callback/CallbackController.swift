@@ -274,7 +274,6 @@ struct CallbackController: Sendable {
 /// Names typed by people: trimmed, at most 100 characters, nil when empty.
 enum NameField {
     static func clean(_ value: String?) -> String? {
-        guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
-        return String(trimmed.prefix(100))
+        UserAccount.trimmed(value).map { String($0.prefix(100)) }
     }
 }

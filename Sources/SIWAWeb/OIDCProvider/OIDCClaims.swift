@@ -32,8 +32,8 @@ struct OIDCClaims: Codable, Equatable, Sendable {
         }
         if scopes.contains("profile") {
             claims.name = account.displayName
-            claims.given_name = nonEmpty(account.givenName)
-            claims.family_name = nonEmpty(account.familyName)
+            claims.given_name = UserAccount.trimmed(account.givenName)
+            claims.family_name = UserAccount.trimmed(account.familyName)
         }
         return claims
     }
@@ -51,10 +51,5 @@ struct OIDCClaims: Codable, Equatable, Sendable {
         claims.nonce = code.nonce
         claims.at_hash = Base64URL.encode(SHA256.hash(Array(accessToken.utf8)).prefix(16))
         return claims
-    }
-
-    private static func nonEmpty(_ value: String?) -> String? {
-        guard let trimmed = value?.trimmingCharacters(in: .whitespacesAndNewlines), !trimmed.isEmpty else { return nil }
-        return trimmed
     }
 }
