@@ -31,12 +31,30 @@ struct LoadTestCommand: AsyncParsableCommand {
     @Option(help: "Log level of the app and emulator") var logLevel = "warning"
     @Flag(help: "Run the app in this process, beside the emulator and the load generator (the earlier mode)")
     var inProcess = false
+    @Option(name: .customLong("server-setting"),
+            help: ArgumentHelp("A setting of the app as NAME=VALUE (repeatable), e.g. EVENT_LOOP_THREADS=2, to compare configurations", valueName: "NAME=VALUE"))
+    var serverSettings: [String] = []
+
+    /// `--server-setting`s by name.
+    var settingOverrides: [String: String] {
+        get throws {
+            var values: [String: String] = [:]
+            for pair in serverSettings {
+                guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                    throw ValidationError("--server-setting takes NAME=VALUE, got \(pair)")
+                }
+                values[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            }
+            return values
+        }
+    }
 
     func validate() throws {
         guard (1...10_000).contains(concurrency) else { throw ValidationError("--concurrency must be 1…10000") }
         guard latencyMs >= 0 else { throw ValidationError("--latency-ms must not be negative") }
         guard duration > 0, duration <= 3600 else { throw ValidationError("--duration must be in (0, 3600] seconds") }
         guard warmup >= 0, warmup <= 600 else { throw ValidationError("--warmup must be in [0, 600] seconds") }
+        _ = try settingOverrides
     }
 
     func run() async throws {
@@ -44,7 +62,8 @@ struct LoadTestCommand: AsyncParsableCommand {
         let options = LoadOptions(concurrency: concurrency, latencyMs: latencyMs, duration: duration, warmup: warmup)
         let report: LoadReport
         do {
-            report = try await LoadEnvironment.run(databaseURL: databaseUrl, inProcess: inProcess, logLevel: logLevel, logger: logger) { environment in
+            report = try await LoadEnvironment.run(databaseURL: databaseUrl, inProcess: inProcess, logLevel: logLevel,
+                                                   overrides: try settingOverrides, logger: logger) { environment in
                 try await LoadRun(options: options, environment: environment).run()
             }
         } catch let error as LoadTestError {

@@ -15,11 +15,16 @@ struct SIWACommand: AsyncParsableCommand {
     /// become Swift Concurrency's global executor, so a request's handler runs on the event loop its
     /// connection lives on instead of crossing to the cooperative pool and back for every read and write
     /// (profiled: 38 % of the server's CPU was the kernel switching between those threads). Then the
-    /// command line is parsed and run as ArgumentParser's own `main` does.
+    /// command line is parsed and run as ArgumentParser's own `main` does; `siwa serve` first sets how
+    /// many event loops there are (`EVENT_LOOP_THREADS`), which must happen before the first task starts
+    /// them.
     static func main() async {
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         do {
             var command = try parseAsRoot()
+            if let serve = command as? ServeCommand {
+                NIOSingletons.groupLoopCountSuggestion = serve.settings.eventLoopThreads()
+            }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

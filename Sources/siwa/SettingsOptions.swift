@@ -25,6 +25,12 @@ struct SettingsOptions: ParsableArguments {
             throw ExitCode(1)
         }
     }
+
+    /// `EVENT_LOOP_THREADS` from these flags and the environment, before the configuration is loaded.
+    func eventLoopThreads(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
+        let values = (try? SettingFlags.parse(flags)) ?? [:]
+        return SiteSettings.eventLoopThreads(in: SettingSources(environment: environment, flags: values))
+    }
 }
 
 /// Prints a line to standard error.

@@ -41,4 +41,19 @@ struct LoadTestCommandTests {
             "import socket; s=socket.socket(); s.settimeout(2); exit(0 if s.connect_ex(('127.0.0.1', \(port))) != 0 else 1)"])
         #expect(probe?.status == 0, "siwa serve still listens on \(port)")
     }
+
+    @Test("--server-setting reaches the server's settings: a bad value stops the run with the settings table's one-line reason",
+          .enabled(if: SIWABinary.path != nil))
+    func serverSettings() async throws {
+        let binary = try #require(SIWABinary.path)
+        let (status, output) = try await SIWABinary.run(binary, [
+            "loadtest", "--concurrency", "1", "--duration", "1", "--warmup", "0", "--server-setting", "EVENT_LOOP_THREADS=0",
+        ], environment: ProcessInfo.processInfo.environment)
+        #expect(status != 0)
+        #expect(output.contains("EVENT_LOOP_THREADS"), "\(output.suffix(2_000))")
+        let (usageStatus, usage) = try await SIWABinary.run(binary, ["loadtest", "--server-setting", "EVENT_LOOP_THREADS"],
+                                                           environment: ProcessInfo.processInfo.environment)
+        #expect(usageStatus != 0)
+        #expect(usage.contains("NAME=VALUE"), "\(usage.suffix(2_000))")
+    }
 }

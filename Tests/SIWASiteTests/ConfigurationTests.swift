@@ -63,6 +63,8 @@ struct ConfigurationTests {
         ("METRICS_PORT", "8080"),
         ("METRICS_TOKEN", "short"),
         ("SIWA_DEMO", "maybe"),
+        ("EVENT_LOOP_THREADS", "0"),
+        ("EVENT_LOOP_THREADS", "many"),
     ])
     func badSetting(name: String, value: String) throws {
         var values = productionSettings
@@ -166,6 +168,20 @@ struct ConfigurationTests {
         #expect(configuration.clientSecretLifetime == .seconds(7_200))
         values["APPLE_CLIENT_SECRET_LIFETIME"] = "7200.5"
         #expect(failure(values)?.setting == "APPLE_CLIENT_SECRET_LIFETIME")
+    }
+
+    @Test("EVENT_LOOP_THREADS: half the cores by default, at least one; read alone (before the event loops start), a bad value counts as unset")
+    func eventLoopThreads() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        #expect(try SIWAConfiguration.load(from: productionSettings).eventLoopThreads == max(1, cores / 2))
+        var values = productionSettings
+        values["EVENT_LOOP_THREADS"] = "3"
+        #expect(try SIWAConfiguration.load(from: values).eventLoopThreads == 3)
+        #expect(SiteSettings.eventLoopThreads(in: SettingSources(environment: values)) == 3)
+        #expect(SiteSettings.eventLoopThreads(in: SettingSources(environment: values, flags: ["EVENT_LOOP_THREADS": "5"])) == 5)
+        values["EVENT_LOOP_THREADS"] = "257"
+        #expect(SiteSettings.eventLoopThreads(in: SettingSources(environment: values)) == max(1, cores / 2))
+        #expect(failure(values)?.setting == "EVENT_LOOP_THREADS")
     }
 
     @Test("flags come from the table: `--name value`, `--name=value` and switches; a flag wins over the environment")

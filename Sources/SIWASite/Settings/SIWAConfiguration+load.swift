@@ -85,6 +85,7 @@ extension SIWAConfiguration {
         configuration.profileFallback = try sources.defaulted(S.profileFallback)
         configuration.clientSecretLifetime = try sources.defaulted(S.clientSecretLifetime)
         configuration.logLevel = try sources.defaulted(S.logLevel)
+        configuration.eventLoopThreads = try sources.defaulted(S.eventLoopThreads)
         configuration.maximumPendingAuthorizations = try sources.defaulted(S.maximumPendingAuthorizations)
         configuration.maximumPendingAuthorizationsPerClient = try sources.defaulted(S.maximumPendingAuthorizationsPerClient)
         configuration.trustedProxies = try sources.defaulted(S.trustedProxies)

@@ -21,9 +21,14 @@ enum Parse {
 
     /// A whole number of at least `minimum`; `problem` says what the number counts.
     static func wholeNumber(atLeast minimum: Int, _ problem: String) -> @Sendable (String) throws(SettingProblem) -> Int {
+        wholeNumber(in: minimum...Int.max, problem)
+    }
+
+    /// A whole number in `range`; `problem` says what the number counts.
+    static func wholeNumber(in range: ClosedRange<Int>, _ problem: String) -> @Sendable (String) throws(SettingProblem) -> Int {
         { raw throws(SettingProblem) in
             let value = try wholeNumber(raw)
-            guard value >= minimum else { throw SettingProblem(problem) }
+            guard range.contains(value) else { throw SettingProblem(problem) }
             return value
         }
     }

@@ -90,6 +90,12 @@ public enum SiteSettings {
     static let logLevel = Setting<Logger.Level>(
         "LOG_LEVEL", flag: "log-level", meaning: "`trace` … `error`", default: .info, defaultText: "`info`",
         parse: Parse.logLevel, summary: { $0.logLevel.rawValue })
+    static let eventLoopThreads = Setting<Int>(
+        "EVENT_LOOP_THREADS", flag: "event-loop-threads",
+        meaning: "threads that serve HTTP and run the request handlers (NIO event loops)",
+        default: SIWAConfiguration.defaultEventLoopThreads, defaultText: "half the cores, at least 1",
+        parse: Parse.wholeNumber(in: 1...256, "must be a number of threads from 1 to 256"),
+        summary: { String($0.eventLoopThreads) })
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
@@ -157,10 +163,16 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        siteName.row, logLevel.row, eventLoopThreads.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,
     ]
+
+    /// `EVENT_LOOP_THREADS` alone, as `siwa serve` needs it before anything else runs (the event loops start
+    /// with the first task). A malformed value counts as unset here; loading the configuration reports it.
+    public static func eventLoopThreads(in sources: SettingSources) -> Int {
+        ((try? sources.value(eventLoopThreads)) ?? nil) ?? SIWAConfiguration.defaultEventLoopThreads
+    }
 
     /// The names of the secret settings (never printed).
     static var secretNames: Set<String> { Set(all.filter(\.isSecret).map(\.name)) }

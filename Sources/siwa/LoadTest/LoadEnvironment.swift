@@ -20,9 +20,10 @@ struct LoadEnvironment: Sendable {
     /// Where the server's CPU time and memory are read.
     var serverStats: ProcessStats { server.map { ProcessStats(pid: $0.pid) } ?? .current }
 
-    /// Starts both servers, runs `body`, and stops them again (also when `body` throws).
+    /// Starts both servers, runs `body`, and stops them again (also when `body` throws). `overrides` are
+    /// settings of the app given on the command line; they win over the load test's own.
     static func run<T: Sendable>(
-        databaseURL: String?, inProcess: Bool, logLevel: String, logger: Logger,
+        databaseURL: String?, inProcess: Bool, logLevel: String, overrides: [String: String] = [:], logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
         let dataDirectory = NSTemporaryDirectory() + "siwa-loadtest-\(UUID().uuidString)"
@@ -33,6 +34,7 @@ struct LoadEnvironment: Sendable {
         var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "HOST": "127.0.0.1",
                       "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0", "APPLE_TIMEOUT": "10",
                       "DATABASE_URL": databaseURL ?? "sqlite:\(dataDirectory)/siwa.sqlite", "LOG_LEVEL": logLevel]
+        values.merge(overrides) { $1 }
         if inProcess {
             // Demo mode's generated keys; the emulator is started below on EMULATOR_PORT.
             values["EMULATOR_PORT"] = String(emulatorPort)
@@ -50,6 +52,7 @@ struct LoadEnvironment: Sendable {
             "APPLE_REDIRECT_URI": "https://localhost:\(appPort)/auth/apple/callback",
             "TOKEN_ENCRYPTION_KEY": Base64.encode(AESGCMKey.generate().bytes),
         ]) { $1 }
+        values.merge(overrides) { $1 }
         return try await runWithServerProcess(values: values, emulatorPort: emulatorPort, dataDirectory: dataDirectory,
                                               logger: logger, body)
     }
