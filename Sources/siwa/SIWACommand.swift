@@ -1,6 +1,7 @@
 import ArgumentParser
 import NIOCore
 import NIOPosix
+import SIWASite
 
 @main
 struct SIWACommand: AsyncParsableCommand {
@@ -20,6 +21,7 @@ struct SIWACommand: AsyncParsableCommand {
     /// them.
     static func main() async {
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        SiteLogHandler.bootstrap()
         do {
             var command = try parseAsRoot()
             if let serve = command as? ServeCommand {
