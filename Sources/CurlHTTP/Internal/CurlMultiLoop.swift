@@ -21,6 +21,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         var table = RequestTable<Transfer>()
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
         var connectionsOpened = 0
+        /// The eventfd has been written since the loop last drained the table: another write would only
+        /// cost a system call (under the lock), since the loop drains everything once it wakes.
+        var wakePending = false
     }
 
     private let multi: UnsafeMutableRawPointer
@@ -61,7 +64,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     func submit(_ transfer: Transfer) {
         let action = state.withLock { state in
             let action = state.table.submit(transfer.id, transfer)
-            if case .enqueued = action { wakeUp(state) }
+            if case .enqueued = action { wakeUp(&state) }
             return action
         }
         switch action {
@@ -74,7 +77,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     func cancel(_ id: UInt64) {
         let action = state.withLock { state in
             let action = state.table.cancel(id)
-            if case .failActive = action { wakeUp(state) }
+            if case .failActive = action { wakeUp(&state) }
             return action
         }
         switch action {
@@ -87,7 +90,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     func beginShutdown() {
         let failed = state.withLock { state in
             let failed = state.table.beginShutdown()
-            wakeUp(state)
+            wakeUp(&state)
             return failed
         }
         for transfer in failed { transfer.resume(with: .failure(.shutDown)) }
@@ -100,7 +103,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 guard state.table.phase != .stopped else { return ([Transfer](), true) }
                 state.exitWaiters.append(continuation)
                 let failed = state.table.beginShutdown()
-                wakeUp(state)
+                wakeUp(&state)
                 return (failed, false)
             }
             for transfer in failed { transfer.resume(with: .failure(.shutDown)) }
@@ -118,8 +121,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         state.withLock { $0.table.count }
     }
 
-    private func wakeUp(_ state: borrowing State) {
-        guard state.table.phase != .stopped else { return }
+    private func wakeUp(_ state: inout State) {
+        guard state.table.phase != .stopped, !state.wakePending else { return }
+        state.wakePending = true
         siwa_curl_events_wake(events)
     }
 
@@ -134,7 +138,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         var readyFlags = [Int32](repeating: 0, count: 256)
 
         while true {
-            let work = state.withLock { $0.table.drain() }
+            let work = state.withLock { state in
+                state.wakePending = false
+                return state.table.drain()
+            }
 
             for (id, transfer) in work.starts {
                 guard let handle = EasyHandle(transfer: transfer) else {
@@ -193,8 +200,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                 let opened = handle.newConnections
                 curl_multi_remove_handle(multi, easy)
                 attached[handle.transfer.id] = nil
-                state.withLock { $0.connectionsOpened += opened }
-                finish(handle.transfer.id, handle.transfer, result)
+                finish(handle.transfer.id, handle.transfer, result, connectionsOpened: opened)
             }
         }
 
@@ -210,8 +216,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func finish(_ id: UInt64, _ transfer: Transfer, _ result: Result<HTTPClientResponse, HTTPClientError>) {
-        state.withLock { $0.table.complete(id) }
+    private func finish(_ id: UInt64, _ transfer: Transfer, _ result: Result<HTTPClientResponse, HTTPClientError>,
+                        connectionsOpened opened: Int = 0) {
+        state.withLock { state in
+            state.table.complete(id)
+            state.connectionsOpened += opened
+        }
         transfer.resume(with: result)
     }
 }
