@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import SIWAStore
 import SIWATestSupport
 import Testing
@@ -24,6 +25,21 @@ struct TrustedProxiesTests {
                     "12345::1", "g::1", "unknown", " 1.2.3.4", "1.2.3.4 ", "::ffff:1.2.3", String(repeating: "1", count: 100)] {
             #expect(IPAddress(bad) == nil, "\(bad)")
         }
+    }
+
+    @Test("a socket's IPv4 peer is read from its address bytes, the same address its text gives; IPv6 goes through the text")
+    func socketPeers() throws {
+        for text in ["127.0.0.1", "192.0.2.1", "255.255.255.255", "0.0.0.0", "10.200.3.4"] {
+            let peer = try SocketAddress(ipAddress: text, port: 443)
+            #expect(IPAddress(socketAddress: peer) == IPAddress(text), "\(text)")
+        }
+        #expect(IPAddress(socketAddress: try SocketAddress(ipAddress: "::1", port: 443)) == nil)
+        let proxies = try TrustedProxies.parse("127.0.0.0/8").get()
+        let headers: HTTPFields = [.xForwardedFor: "198.51.100.9"]
+        let viaBytes = proxies.origin(peerAddress: try #require(IPAddress(socketAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 1))), headers: headers)
+        let viaText = proxies.origin(peer: "127.0.0.1", headers: headers)
+        #expect(viaBytes.client == .address(try #require(IPAddress("198.51.100.9"))))
+        #expect(viaBytes.client == viaText.client && viaBytes.viaTrustedProxy && viaText.viaTrustedProxy)
     }
 
     @Test("CIDR ranges contain exactly their addresses")

@@ -34,6 +34,11 @@ public struct TrustedProxies: Sendable, CustomStringConvertible {
             // No socket (in-process tests) or a Unix socket: nothing to believe headers from.
             return RequestOrigin(client: peer.map { .unparsed($0) } ?? .unknown, viaTrustedProxy: false, forwarded: nil)
         }
+        return origin(peerAddress: peerAddress, headers: headers)
+    }
+
+    /// The same for a peer whose address is already known as bytes (a TCP socket's).
+    public func origin(peerAddress: IPAddress, headers: HTTPFields) -> RequestOrigin {
         guard contains(peerAddress) else {
             return RequestOrigin(client: .address(peerAddress), viaTrustedProxy: false, forwarded: nil)
         }
