@@ -13,9 +13,10 @@ internal import CCurl
 /// shutdown) followed by a write to the loop's eventfd, which ends its `epoll_wait`.
 ///
 /// `@unchecked Sendable` because of `multi` and `events`: both are used only on the loop
-/// thread, except for the wake-up write to `events.wake_fd`, which we do only under the
-/// lock while the phase is not `.stopped` (the thread sets `.stopped` under the same lock
-/// before it closes the descriptors).
+/// thread, except for the wake-up write to `events.wake_fd`, which any thread may do after
+/// deciding under the lock that a wake-up is due: the descriptors stay open until `deinit`, and
+/// the thread holds the loop while it runs. The write is done outside the lock, so the woken thread
+/// does not find the lock still held by its waker (perf showed it spinning in `Mutex._lockSlow`).
 final class CurlMultiLoop: @unchecked Sendable {
     private struct State {
         var table = RequestTable<Transfer>()
@@ -28,8 +29,8 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     /// The epoll and eventfd descriptors and libcurl's timer. Allocated here and handed to libcurl as the
-    /// callbacks' user pointer; freed by the loop thread after `curl_multi_cleanup`, when nothing can
-    /// reach it any more (a `CurlMultiLoop` is never deinitialised while its thread runs: `run` holds it).
+    /// callbacks' user pointer; closed and freed in `deinit`, after the loop thread's `curl_multi_cleanup`
+    /// (a `CurlMultiLoop` is never deinitialised while its thread runs: `run` holds it).
     private let events: UnsafeMutablePointer<siwa_curl_events>
     private let state = Mutex(State())
 
@@ -49,6 +50,11 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = siwa_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, total)
     }
 
+    deinit {
+        siwa_curl_events_close(events)
+        events.deallocate()
+    }
+
     func start() {
         let thread = Thread { [self] in run() }
         thread.name = "siwa-curl"
@@ -62,11 +68,12 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     func submit(_ transfer: Transfer) {
-        let action = state.withLock { state in
+        let (action, wake) = state.withLock { state in
             let action = state.table.submit(transfer.id, transfer)
-            if case .enqueued = action { wakeUp(&state) }
-            return action
+            guard case .enqueued = action else { return (action, false) }
+            return (action, Self.wakeUpDue(&state))
         }
+        if wake { siwa_curl_events_wake(events) }
         switch action {
         case .enqueued: break
         case .failCancelled: transfer.resume(with: .failure(.cancelled))
@@ -75,11 +82,12 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     func cancel(_ id: UInt64) {
-        let action = state.withLock { state in
+        let (action, wake) = state.withLock { state in
             let action = state.table.cancel(id)
-            if case .failActive = action { wakeUp(&state) }
-            return action
+            guard case .failActive = action else { return (action, false) }
+            return (action, Self.wakeUpDue(&state))
         }
+        if wake { siwa_curl_events_wake(events) }
         switch action {
         case .none: break
         case .failQueued(let transfer), .failActive(let transfer): transfer.resume(with: .failure(.cancelled))
@@ -88,24 +96,24 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Tells the thread to stop, without waiting for it.
     func beginShutdown() {
-        let failed = state.withLock { state in
+        let (failed, wake) = state.withLock { state in
             let failed = state.table.beginShutdown()
-            wakeUp(&state)
-            return failed
+            return (failed, Self.wakeUpDue(&state))
         }
+        if wake { siwa_curl_events_wake(events) }
         for transfer in failed { transfer.resume(with: .failure(.shutDown)) }
     }
 
     /// Stops the thread and returns once it has ended.
     func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let (failed, stopped) = state.withLock { state in
-                guard state.table.phase != .stopped else { return ([Transfer](), true) }
+            let (failed, stopped, wake) = state.withLock { state in
+                guard state.table.phase != .stopped else { return ([Transfer](), true, false) }
                 state.exitWaiters.append(continuation)
                 let failed = state.table.beginShutdown()
-                wakeUp(&state)
-                return (failed, false)
+                return (failed, false, Self.wakeUpDue(&state))
             }
+            if wake { siwa_curl_events_wake(events) }
             for transfer in failed { transfer.resume(with: .failure(.shutDown)) }
             if stopped { continuation.resume() }
         }
@@ -121,10 +129,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         state.withLock { $0.table.count }
     }
 
-    private func wakeUp(_ state: inout State) {
-        guard state.table.phase != .stopped, !state.wakePending else { return }
+    /// Whether the caller must write the eventfd once it has let go of the lock: not when the thread has
+    /// stopped, nor when a wake-up is already pending (the thread drains everything once it wakes).
+    private static func wakeUpDue(_ state: inout State) -> Bool {
+        guard state.table.phase != .stopped, !state.wakePending else { return false }
         state.wakePending = true
-        siwa_curl_events_wake(events)
+        return true
     }
 
     // MARK: Loop thread
@@ -210,8 +220,6 @@ final class CurlMultiLoop: @unchecked Sendable {
             return (state.exitWaiters, leftovers)
         }
         curl_multi_cleanup(multi)
-        siwa_curl_events_close(events)
-        events.deallocate()
         for transfer in leftovers { transfer.resume(with: .failure(.shutDown)) }
         for waiter in waiters { waiter.resume() }
     }
