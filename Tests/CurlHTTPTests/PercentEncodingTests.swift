@@ -20,12 +20,18 @@ struct PercentEncodingTests {
                 == "redirect_uri=https%3A%2F%2Fx.example%2Fcb&scope=name%20email")
     }
 
+    /// 10,000 strings of up to `maximumPieces` of `pieces` each, picked at random.
+    static func randomStrings(of pieces: [String], maximumPieces: Int) -> [String] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<10_000).map { _ in
+            (0..<Int.random(in: 0...maximumPieces, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+        }
+    }
+
     @Test("10,000 random strings encode as Foundation does")
     func randomized() {
-        var generator = SystemRandomNumberGenerator()
         let pieces = ["a", "Z", "9", "-", "~", " ", "%", "+", "&", "=", "/", "é", "🍎", "\u{7F}", "\u{0}", "\u{FFFD}", "中"]
-        for _ in 0..<10_000 {
-            let value = (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+        for value in Self.randomStrings(of: pieces, maximumPieces: 12) {
             #expect(PercentEncoding.encode(value) == Self.reference(value), "\(value.debugDescription)")
         }
     }
@@ -47,10 +53,8 @@ struct PercentEncodingTests {
 
     @Test("10,000 random values decode exactly as Foundation's removingPercentEncoding (after + → space)")
     func decodeAgreesWithFoundation() {
-        var generator = SystemRandomNumberGenerator()
         let pieces = ["a", "Z", "+", " ", "%", "%2", "%41", "%zz", "%C3%A9", "%C3", "%FF", "%25", "é", "🍎", "%F0%9F%8D%8E", "%00", "~"]
-        for _ in 0..<10_000 {
-            let value = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+        for value in Self.randomStrings(of: pieces, maximumPieces: 8) {
             let expected = value.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
             #expect(PercentEncoding.formDecode(Substring(value).utf8) == expected, "\(value.debugDescription)")
         }

@@ -1,4 +1,5 @@
 import AppleSignIn
+import CurlHTTP
 import Foundation
 import Hummingbird
 import JOSE
@@ -49,7 +50,7 @@ enum FormBody {
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        guard let pairs = FormPairs.parse(String(buffer: buffer)) else {
+        guard let pairs = PercentEncoding.formPairs(String(buffer: buffer)) else {
             throw WebError.badRequest("malformed_form", "The form data could not be read.")
         }
         var fields: [String: String] = [:]

@@ -139,15 +139,11 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
         return stages
     }
 
-    private static func hex(_ byte: UInt8) -> UInt8? {
-        PercentEncoding.hexDigitValue(byte)
-    }
-
     static func hasWellFormedEscapes(_ bytes: [UInt8]) -> Bool {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, hex(bytes[index + 1]) != nil, hex(bytes[index + 2]) != nil else { return false }
+                guard index + 2 < bytes.count, PercentEncoding.hexDigitValue(bytes[index + 1]) != nil, PercentEncoding.hexDigitValue(bytes[index + 2]) != nil else { return false }
                 index += 3
             } else {
                 index += 1
@@ -161,7 +157,7 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
         output.reserveCapacity(bytes.count)
         var index = 0
         while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = PercentEncoding.hexDigitValue(bytes[index + 1]), let low = PercentEncoding.hexDigitValue(bytes[index + 2]) {
                 output.append(high << 4 | low)
                 index += 3
             } else {

@@ -1,19 +1,10 @@
 import CurlHTTP
 import Foundation
 
-/// `application/x-www-form-urlencoded` pairs in order, repeats kept (so that a repeated parameter can be
-/// refused, RFC 6749 §3.1), `+` read as a space.
+/// `application/x-www-form-urlencoded` pairs as the OpenID provider writes them. They are read with
+/// ``PercentEncoding/formPairs(_:)``: in order, repeats kept (so that a repeated parameter can be refused,
+/// RFC 6749 §3.1), `+` read as a space.
 enum FormPairs {
-    /// nil when a percent escape is malformed or decodes to invalid UTF-8 (``PercentEncoding/formPairs(_:)``).
-    static func parse(_ encoded: String) -> [(String, String)]? {
-        PercentEncoding.formPairs(encoded)
-    }
-
-    /// One form-encoded name or value (`+` a space, `%XX` a byte); nil when malformed or not UTF-8.
-    static func decode(_ raw: Substring) -> String? {
-        PercentEncoding.formDecode(raw.utf8)
-    }
-
     /// Spaces as `+` (the form encoding RFC 6749 Appendix B names), so that a request carried in the
     /// gateway's `rd` holds no whitespace even once its escapes are decoded (SPEC §10 refuses that).
     static func encode(_ pairs: [(String, String)]) -> String {

@@ -95,9 +95,9 @@ struct OIDCProviderController: Sendable {
                 throw Self.unusable("The sign-in request was not sent as a form.")
             }
             var request = request
-            pairs = FormPairs.parse(String(buffer: try await request.collectBody(upTo: FormBody.limit)))
+            pairs = PercentEncoding.formPairs(String(buffer: try await request.collectBody(upTo: FormBody.limit)))
         } else {
-            pairs = FormPairs.parse(request.uri.query ?? "")
+            pairs = PercentEncoding.formPairs(request.uri.query ?? "")
         }
         guard let pairs else { throw Self.unusable("The sign-in request could not be read (malformed percent-encoding).") }
 
@@ -173,7 +173,7 @@ struct OIDCProviderController: Sendable {
         }
         var request = request
         let body = try await request.collectBody(upTo: FormBody.limit)
-        guard let pairs = FormPairs.parse(String(buffer: body)) else { throw OIDCError.invalidRequest("the form could not be read") }
+        guard let pairs = PercentEncoding.formPairs(String(buffer: body)) else { throw OIDCError.invalidRequest("the form could not be read") }
         let tokenRequest: OIDCTokenRequest
         switch OIDCTokenRequest.validate(OIDCParameters(pairs), authorization: request.headers[.authorization], clients: provider.clients) {
         case .success(let valid): tokenRequest = valid

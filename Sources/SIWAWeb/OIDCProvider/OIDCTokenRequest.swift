@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import JOSE
 import SIWAStore
@@ -50,7 +51,7 @@ struct OIDCTokenRequest: Sendable {
             // RFC 6749 §2.3.1: id and secret are form-urlencoded before they are joined with ':'.
             guard let decoded = try? Base64.decode(header.dropFirst(6).trimmingCharacters(in: .whitespaces)),
                   let text = String(bytes: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
-                  let id = FormPairs.decode(text[..<colon]), let secret = FormPairs.decode(text[text.index(after: colon)...]), !id.isEmpty
+                  let id = PercentEncoding.formDecode(text[..<colon].utf8), let secret = PercentEncoding.formDecode(text[text.index(after: colon)...].utf8), !id.isEmpty
             else {
                 return .failure(.invalidClient("the HTTP Basic credentials could not be read"))
             }
