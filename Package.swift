@@ -56,6 +56,8 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: swiftSettings),
         // Synchronous SQLite, statements prepared once per connection (SIWAStore runs it inline).
         .target(name: "SQLiteDirect", dependencies: ["CSQLite3"], swiftSettings: swiftSettings),
+        // The pages' Mustache templates, parsed once and rendered from typed values (no reflection).
+        .target(name: "PageTemplates", swiftSettings: swiftSettings),
 
         // MARK: Product layers
         .target(
@@ -83,9 +85,8 @@ let package = Package(
         .target(
             name: "SIWAWeb",
             dependencies: [
-                "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
+                "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "PageTemplates",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -170,6 +171,12 @@ let package = Package(
         ),
         .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore", "SQLiteDirect", "SIWATestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PageTemplatesTests",
+            // swift-mustache rendered the pages before; the shipped templates must render the same.
+            dependencies: ["PageTemplates", .product(name: "Mustache", package: "swift-mustache")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [

@@ -51,7 +51,7 @@ public enum Site {
         // The one place the libcurl client to Apple is made: the web layer only sees AppleAPIClient.
         let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: overrides.http ?? appleHTTPClient(for: configuration),
                                    secrets: try configuration.clientSecretProvider(now: now), timeout: configuration.appleTimeout)
-        let pages = try await PageRenderer(templatesDirectory: overrides.templatesDirectory ?? configuration.resources.templatesDirectory,
+        let pages = try PageRenderer(templatesDirectory: overrides.templatesDirectory ?? configuration.resources.templatesDirectory,
                                            siteName: configuration.siteName)
         let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
                                             metrics: overrides.metrics ?? SIWAMetrics(), now: now)

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import PageTemplates
 import SIWAStore
 
 /// The form fields of sign-out and deletion.
@@ -30,18 +31,18 @@ struct AccountController: Sendable {
             return .seeOther("/")
         }
         let account = session.account
-        var view: [String: Any] = [
-            "name": account.displayName ?? "—",
-            "csrf": dependencies.csrf.token(for: session.tokenHash),
-            "memberSince": Self.dateText(account.createdAt),
+        var view: TemplateView = [
+            "name": .text(account.displayName ?? "—"),
+            "csrf": .text(dependencies.csrf.token(for: session.tokenHash)),
+            "memberSince": .text(Self.dateText(account.createdAt)),
         ]
         if let email = account.email {
-            view["email"] = email
-            view["isPrivateEmail"] = account.isPrivateEmail
-            view["emailDisabled"] = account.emailDisabled
+            view["email"] = .text(email)
+            view["isPrivateEmail"] = .flag(account.isPrivateEmail)
+            view["emailDisabled"] = .flag(account.emailDisabled)
         }
         if let problem = request.uri.queryParameters.get("problem"), problem == "confirm" {
-            view["deleteProblem"] = "Tick the box to confirm that you want to delete your account."
+            view["deleteProblem"] = .text("Tick the box to confirm that you want to delete your account.")
         }
         return dependencies.pages.render(.account, title: "Your account", view: view)
     }

@@ -2,6 +2,7 @@ import AppleSignIn
 import CurlHTTP
 import Foundation
 import Hummingbird
+import PageTemplates
 import JOSE
 import Logging
 import SIWAStore
@@ -226,14 +227,14 @@ struct CallbackController: Sendable {
             logger.notice("new account without a name: showing the recovery page")
             // Its button starts the sign-in again, still carrying the gateway's `rd`.
             return dependencies.pages.render(.recovery, title: "One more step to sign in",
-                                             view: ["startPath": SignInController.startPath("/auth/apple", returnTo)])
+                                             view: ["startPath": .text(SignInController.startPath("/auth/apple", returnTo))])
         }
     }
 
     private func profilePage(csrf: String, email: String?, problem: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
-        var view: [String: Any] = ["csrf": csrf]
-        if let email { view["email"] = email }
-        if let problem { view["problem"] = problem }
+        var view: TemplateView = ["csrf": .text(csrf)]
+        if let email { view["email"] = .text(email) }
+        if let problem { view["problem"] = .text(problem) }
         return dependencies.pages.render(.profile, title: "What should we call you?", view: view, status: status)
     }
 

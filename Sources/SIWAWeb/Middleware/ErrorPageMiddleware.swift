@@ -1,6 +1,7 @@
 import AppleSignIn
 import Foundation
 import Hummingbird
+import PageTemplates
 import Logging
 import NIOCore
 import SIWAStore
@@ -24,11 +25,11 @@ struct ErrorPageMiddleware: RouterMiddleware {
             if Self.jsonPrefixes.contains(where: { request.uri.path.hasPrefix($0) }) {
                 return Self.json(webError)
             }
-            var view: [String: Any] = [
-                "status": Int(webError.status.code), "message": webError.message, "requestID": context.id,
+            var view: TemplateView = [
+                "status": .text(String(webError.status.code)), "message": .text(webError.message), "requestID": .text(context.id),
             ]
-            if let hint = webError.hint { view["hint"] = hint }
-            if let retry = webError.retryPath { view["retryPath"] = retry }
+            if let hint = webError.hint { view["hint"] = .text(hint) }
+            if let retry = webError.retryPath { view["retryPath"] = .text(retry) }
             return pages.render(.error, title: webError.title, view: view, status: webError.status, headers: webError.headers)
         }
     }

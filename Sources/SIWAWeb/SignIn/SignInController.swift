@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import Hummingbird
+import PageTemplates
 import JOSE
 import SIWAStore
 
@@ -34,9 +35,9 @@ struct SignInController: Sendable {
 
     /// The sign-in page whose button opens `startPath` (the gateway's carries `rd`).
     func page(_ request: Request, startPath: String) -> Response {
-        var view: [String: Any] = ["startPath": startPath]
+        var view: TemplateView = ["startPath": .text(startPath)]
         if let key = request.uri.queryParameters.get("notice"), let notice = Self.notices[key] {
-            view["notice"] = notice
+            view["notice"] = .text(notice)
         }
         return dependencies.pages.render(.signin, title: "Sign in", view: view)
     }
