@@ -22,9 +22,28 @@ final class WriteGate: Sendable {
 
     /// Runs `body` while holding the gate; the next waiter enters as soon as it returns or throws.
     func run<R: Sendable>(_ body: @Sendable () async throws -> R) async throws -> R {
-        await enter()
+        // A free gate is taken without suspending: a continuation suspends the task even when resumed at
+        // once, and the gate would stay held, idle, until the executor ran the task again (readers then
+        // found it taken and used a reader connection with a cold cache).
+        if !tryEnter() { await enter() }
         defer { leave() }
         return try await body()
+    }
+
+    /// Runs `body` holding the gate if it is free right now; nil (and `body` not run) when it is held.
+    func runIfFree<R: Sendable>(_ body: @Sendable () async throws -> R) async throws -> R? {
+        guard tryEnter() else { return nil }
+        defer { leave() }
+        return try await body()
+    }
+
+    /// Takes the gate if nobody holds it (then nobody waits either: waiters only queue behind a holder).
+    private func tryEnter() -> Bool {
+        state.withLock { state in
+            guard !state.held else { return false }
+            state.held = true
+            return true
+        }
     }
 
     private func enter() async {

@@ -65,6 +65,49 @@ struct WriteGateTests {
 
 @Suite("SQLite under concurrent writers")
 struct ConcurrentSQLiteWritesTests {
+    final class Order: Sendable {
+        let names = Mutex<[String]>([])
+    }
+
+    @Test("runIfFree runs only when nobody holds the gate, and then keeps writers out until it returns")
+    func runIfFree() async throws {
+        let gate = WriteGate()
+        #expect(try await gate.runIfFree { 1 } == 1)
+
+        let entered = AsyncStream.makeStream(of: Void.self)
+        let released = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await gate.run {
+                entered.continuation.yield()
+                for await _ in released.stream { break }
+            }
+        }
+        for await _ in entered.stream { break }
+        #expect(try await gate.runIfFree { 2 } == nil)
+        released.continuation.yield()
+        try await holder.value
+
+        // While a reader holds it, a writer waits for it in line.
+        let order = Order()
+        let readerInside = AsyncStream.makeStream(of: Void.self)
+        let readerMayLeave = AsyncStream.makeStream(of: Void.self)
+        let reader = Task {
+            try await gate.runIfFree {
+                readerInside.continuation.yield()
+                for await _ in readerMayLeave.stream { break }
+                order.names.withLock { $0.append("reader") }
+            }
+        }
+        for await _ in readerInside.stream { break }
+        let writer = Task { try await gate.run { order.names.withLock { $0.append("writer") } } }
+        while gate.waiting < 1 { await Task.yield() }
+        readerMayLeave.continuation.yield()
+        #expect(try await reader.value != nil)
+        try await writer.value
+        #expect(order.names.withLock { $0 } == ["reader", "writer"])
+        #expect(gate.waiting == 0)
+    }
+
     @Test("400 concurrent single writes and transactions all commit, none fails with SQLITE_BUSY")
     func concurrentWriters() async throws {
         try await withDatabase(.sqlite) { test in
