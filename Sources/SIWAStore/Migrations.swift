@@ -7,18 +7,10 @@ package struct Migration: Sendable {
     package let version: Int
     package let name: String
     package let statements: [String]
-    /// A change of how one database stores the schema, not of the schema: the other database records the
-    /// version and runs nothing. nil: portable SQL, run on both.
-    let onlyOn: Dialect?
 
     package init(version: Int, name: String, statements: [String]) {
-        self.init(version: version, name: name, onlyOn: nil, statements: statements)
-    }
-
-    init(version: Int, name: String, onlyOn: Dialect?, statements: [String]) {
         self.version = version
         self.name = name
-        self.onlyOn = onlyOn
         self.statements = statements
     }
 }
@@ -169,49 +161,6 @@ package let migrations: [Migration] = [
         )
         """,
     ]),
-    // A sign-in writes a pending authorization and a session, and looks both up by their text key. In an
-    // ordinary SQLite table that key is a second B-tree beside the table's rowid one: each insert wrote a
-    // page of both and each lookup searched both. `WITHOUT ROWID` stores the rows in the key's B-tree:
-    // two WAL frames fewer per sign-in (ten before), one search fewer per lookup. SQLite rebuilds a table
-    // to change this; nothing references either table. PostgreSQL stores tables its own way.
-    Migration(version: 7, name: "sessions and pending authorizations stored by their key (SQLite)", onlyOn: .sqlite, statements: [
-        """
-        CREATE TABLE sessions_by_key (
-            token_hash TEXT PRIMARY KEY,
-            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-            kind TEXT NOT NULL,
-            created_at BIGINT NOT NULL,
-            expires_at BIGINT NOT NULL,
-            last_seen_at BIGINT NOT NULL
-        ) WITHOUT ROWID
-        """,
-        """
-        INSERT INTO sessions_by_key (token_hash, user_id, kind, created_at, expires_at, last_seen_at)
-        SELECT token_hash, user_id, kind, created_at, expires_at, last_seen_at FROM sessions
-        """,
-        "DROP TABLE sessions",
-        "ALTER TABLE sessions_by_key RENAME TO sessions",
-        "CREATE INDEX sessions_user_idx ON sessions (user_id)",
-        "CREATE INDEX sessions_expires_idx ON sessions (expires_at)",
-        """
-        CREATE TABLE pending_authorizations_by_key (
-            state TEXT PRIMARY KEY,
-            nonce TEXT NOT NULL,
-            binding_hash TEXT NOT NULL,
-            created_at BIGINT NOT NULL,
-            expires_at BIGINT NOT NULL,
-            consumed_at BIGINT NULL,
-            return_to TEXT NULL
-        ) WITHOUT ROWID
-        """,
-        """
-        INSERT INTO pending_authorizations_by_key (state, nonce, binding_hash, created_at, expires_at, consumed_at, return_to)
-        SELECT state, nonce, binding_hash, created_at, expires_at, consumed_at, return_to FROM pending_authorizations
-        """,
-        "DROP TABLE pending_authorizations",
-        "ALTER TABLE pending_authorizations_by_key RENAME TO pending_authorizations",
-        "CREATE INDEX pending_authorizations_expires_idx ON pending_authorizations (expires_at)",
-    ]),
 ]
 
 extension SIWADatabase {
@@ -246,10 +195,8 @@ extension SIWADatabase {
                         "SELECT version FROM siwa_schema_migrations WHERE version = \(bind: migration.version)"
                     ).first()
                     if existing != nil { return }
-                    if migration.onlyOn == nil || migration.onlyOn == dialect {
-                        for statement in migration.statements {
-                            try await sql.raw(SQLQueryString(statement)).run()
-                        }
+                    for statement in migration.statements {
+                        try await sql.raw(SQLQueryString(statement)).run()
                     }
                     let now = Int64(Date().timeIntervalSince1970)
                     try await sql.raw("""

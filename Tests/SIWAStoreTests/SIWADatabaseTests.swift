@@ -1,6 +1,5 @@
 import Foundation
 import SIWAStore
-import SQLiteDirect
 import SIWATestSupport
 import Testing
 
@@ -24,60 +23,6 @@ struct SIWADatabaseTests {
             // validate
             #expect(try await test.db.appliedMigrations() == SIWADatabase.schema.map(\.version).sorted())
             #expect(try await test.db.countPendingAuthorizations(now: 0) == 0)
-        }
-    }
-
-    @Test("migration 7 keeps every session and pending authorization; SQLite then stores both by their key",
-          arguments: Backend.allCases)
-    func keyedStorageMigrationKeepsRows(_ backend: Backend) async throws {
-        try await withDatabase(backend, migrate: false) { test in
-            let db = test.db
-            // setup: the schema before version 7, with a person, a session and two pending authorizations
-            let before = SIWADatabase.schema.filter { $0.version < 7 }
-            let rows = Migration(version: 900, name: "rows written before version 7", statements: [
-                """
-                INSERT INTO users (id, apple_sub, email_verified, is_private_email, email_disabled, created_at, updated_at, last_sign_in_at)
-                VALUES ('u-7', 'sub-7', FALSE, FALSE, FALSE, 1, 1, 1)
-                """,
-                "INSERT INTO sessions (token_hash, user_id, kind, created_at, expires_at, last_seen_at) VALUES ('th-7', 'u-7', 'web', 10, 9000, 5000)",
-                """
-                INSERT INTO pending_authorizations (state, nonce, binding_hash, created_at, expires_at, consumed_at, return_to)
-                VALUES ('st-7', 'n-7', 'bh-7', 10, 700, NULL, 'https://app.example.com/x'), ('st-used', 'n', 'bh', 10, 700, 20, NULL)
-                """,
-            ])
-            try await db.migrate(upTo: before + [rows])
-
-            // MUT
-            try await db.migrate()
-
-            // validate: the rows read back through the use cases, and the tables still behave as before
-            let (session, user) = try #require(try await db.session(tokenHash: "th-7", now: 100))
-            #expect(session == SessionRecord(tokenHash: "th-7", userID: "u-7", kind: .web, createdAt: 10, expiresAt: 9000, lastSeenAt: 5000))
-            #expect(user.id == "u-7")
-            #expect(try await db.consumePendingAuthorization(state: "st-7", now: 50)
-                    == PendingAuthorization(state: "st-7", nonce: "n-7", bindingHash: "bh-7", createdAt: 10, expiresAt: 700,
-                                            consumedAt: 50, returnTo: "https://app.example.com/x"))
-            #expect(try await db.consumePendingAuthorization(state: "st-used", now: 50) == nil)
-            await #expect(throws: StoreError.self) {
-                try await db.insertPendingAuthorization(PendingAuthorization(state: "st-7", nonce: "x", bindingHash: "x", createdAt: 1, expiresAt: 2))
-            }
-            #expect(try await db.deleteAccount(userID: "u-7", revocations: nil))
-            #expect(try await db.session(tokenHash: "th-7", now: 100) == nil)
-            #expect(try await db.sweepExpired(now: 10_000) == 2)
-
-            guard case .sqlite(let path) = test.url.kind else { return }
-            let connection = try SQLiteConnection(path: path)
-            defer { connection.close() }
-            let schema = try connection.query(
-                "SELECT name, sql FROM sqlite_master WHERE tbl_name IN ('sessions', 'pending_authorizations') AND sql IS NOT NULL ORDER BY name")
-            let statements = Dictionary(uniqueKeysWithValues: schema.rows.map { row -> (String, String) in
-                guard case .text(let name) = row[0], case .text(let sql) = row[1] else { return ("", "") }
-                return (name, sql)
-            })
-            #expect(statements.keys.sorted() == ["pending_authorizations", "pending_authorizations_expires_idx", "sessions",
-                                                 "sessions_expires_idx", "sessions_user_idx"])
-            #expect(statements["sessions"]?.hasSuffix("WITHOUT ROWID") == true)
-            #expect(statements["pending_authorizations"]?.hasSuffix("WITHOUT ROWID") == true)
         }
     }
 
