@@ -56,6 +56,12 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: swiftSettings),
         // Synchronous SQLite, statements prepared once per connection (SIWAStore runs it inline).
         .target(name: "SQLiteDirect", dependencies: ["CSQLite3"], swiftSettings: swiftSettings),
+        // Swift Concurrency's global executor on NIO's event loops (the runtime's hook, set once by `siwa`).
+        .target(
+            name: "EventLoopExecutor",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         // The pages' Mustache templates, parsed once and rendered from typed values (no reflection).
         .target(name: "PageTemplates", swiftSettings: swiftSettings),
 
@@ -122,7 +128,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
+                "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "EventLoopExecutor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EventLoopExecutor
 import Foundation
 import SIWASite
 import SIWAWeb
@@ -28,6 +29,12 @@ struct DoctorCommand: AsyncParsableCommand {
         print(publicKeyPEM)
         var checks = [await SiteDoctor.checkDatabase(configuration)]
         checks.append(offline ? SiteDoctor.Check(outcome: .skip, text: "Apple's keys (--offline)") : await SiteDoctor.checkAppleKeys(configuration))
+        let executor = await EventLoopExecutor.selfCheck()
+        checks.append(SiteDoctor.Check(outcome: executor.passed ? .ok : .fail, text: """
+            tasks run on NIO's event loops as generic work (hook: \(executor.installed ? "ours" : "NIO's or none"); \
+            on an event loop: \(executor.ranOnEventLoop ? "yes" : "no"); \
+            jobs for 100 actor calls: \(executor.jobsForHundredActorCalls))
+            """))
         for check in checks { print(check.line) }
         let problems = checks.filter { $0.outcome == .fail }.count
         print(problems == 0 ? "all checks passed" : "\(problems) check(s) failed")
