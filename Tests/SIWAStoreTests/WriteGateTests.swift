@@ -16,22 +16,69 @@ struct WriteGateTests {
         let order = Mutex<[Int]>([])
     }
 
+    @Test("runIfFree runs only when nobody holds the gate, and then keeps writers out until it returns")
+    func runIfFree() async throws {
+        let gate = WriteGate()
+        #expect(try await gate.runIfFree { 1 } == 1)
+
+        let holder = await Holder.enter(gate)
+        #expect(try await gate.runIfFree { 2 } == nil)
+        try await holder.release()
+
+        // While a reader holds it, a writer waits for it in line.
+        let order = Order()
+        let reader = await Holder.enter(gate, ifFree: true) { order.names.withLock { $0.append("reader") } }
+        let writer = Task { try await gate.run { order.names.withLock { $0.append("writer") } } }
+        while gate.waiting < 1 { await Task.yield() }
+        try await reader.release()
+        try await writer.value
+        #expect(order.names.withLock { $0 } == ["reader", "writer"])
+        #expect(gate.waiting == 0)
+    }
+
+    final class Order: Sendable {
+        let names = Mutex<[String]>([])
+    }
+
+    /// A task inside `gate` (through `run`, or `runIfFree`) until ``release()``, which runs `leaving` inside
+    /// the gate first; `enter` returns once the task is inside.
+    struct Holder {
+        let task: Task<Void, any Error>
+        let released: AsyncStream<Void>.Continuation
+
+        static func enter(_ gate: WriteGate, ifFree: Bool = false, leaving: @escaping @Sendable () -> Void = {}) async -> Holder {
+            let entered = AsyncStream.makeStream(of: Void.self)
+            let released = AsyncStream.makeStream(of: Void.self)
+            let body: @Sendable () async throws -> Void = {
+                entered.continuation.yield()
+                for await _ in released.stream { break }
+                leaving()
+            }
+            let task = Task {
+                defer { entered.continuation.finish() }  // `enter` returns even when the gate was taken
+                if ifFree {
+                    guard try await gate.runIfFree(body) != nil else { throw CancellationError() }
+                } else {
+                    try await gate.run(body)
+                }
+            }
+            for await _ in entered.stream { break }
+            return Holder(task: task, released: released.continuation)
+        }
+
+        func release() async throws {
+            released.yield()
+            try await task.value
+        }
+    }
+
     @Test("one holder at a time, in arrival order, and a throwing holder lets the next one in")
     func exclusiveAndFair() async throws {
         let gate = WriteGate()
         let record = Record()
 
         // The first holder keeps the gate until all others queued behind it, so the order is observable.
-        let entered = AsyncStream.makeStream(of: Void.self)
-        let released = AsyncStream.makeStream(of: Void.self)
-        let first = Task {
-            try await gate.run {
-                entered.continuation.yield()
-                for await _ in released.stream { break }
-                record.order.withLock { $0.append(0) }
-            }
-        }
-        for await _ in entered.stream { break }
+        let first = await Holder.enter(gate) { record.order.withLock { $0.append(0) } }
         var waiters: [Task<Void, any Error>] = []
         for index in 1...50 {
             waiters.append(Task { [record] in
@@ -46,8 +93,7 @@ struct WriteGateTests {
             })
             while gate.waiting < index { await Task.yield() }
         }
-        released.continuation.yield()
-        try await first.value
+        try await first.release()
         for (offset, waiter) in waiters.enumerated() {
             if offset + 1 == 25 {
                 await #expect(throws: Boom.self) { try await waiter.value }
@@ -65,49 +111,6 @@ struct WriteGateTests {
 
 @Suite("SQLite under concurrent writers")
 struct ConcurrentSQLiteWritesTests {
-    final class Order: Sendable {
-        let names = Mutex<[String]>([])
-    }
-
-    @Test("runIfFree runs only when nobody holds the gate, and then keeps writers out until it returns")
-    func runIfFree() async throws {
-        let gate = WriteGate()
-        #expect(try await gate.runIfFree { 1 } == 1)
-
-        let entered = AsyncStream.makeStream(of: Void.self)
-        let released = AsyncStream.makeStream(of: Void.self)
-        let holder = Task {
-            try await gate.run {
-                entered.continuation.yield()
-                for await _ in released.stream { break }
-            }
-        }
-        for await _ in entered.stream { break }
-        #expect(try await gate.runIfFree { 2 } == nil)
-        released.continuation.yield()
-        try await holder.value
-
-        // While a reader holds it, a writer waits for it in line.
-        let order = Order()
-        let readerInside = AsyncStream.makeStream(of: Void.self)
-        let readerMayLeave = AsyncStream.makeStream(of: Void.self)
-        let reader = Task {
-            try await gate.runIfFree {
-                readerInside.continuation.yield()
-                for await _ in readerMayLeave.stream { break }
-                order.names.withLock { $0.append("reader") }
-            }
-        }
-        for await _ in readerInside.stream { break }
-        let writer = Task { try await gate.run { order.names.withLock { $0.append("writer") } } }
-        while gate.waiting < 1 { await Task.yield() }
-        readerMayLeave.continuation.yield()
-        #expect(try await reader.value != nil)
-        try await writer.value
-        #expect(order.names.withLock { $0 } == ["reader", "writer"])
-        #expect(gate.waiting == 0)
-    }
-
     @Test("400 concurrent single writes and transactions all commit, none fails with SQLITE_BUSY")
     func concurrentWriters() async throws {
         try await withDatabase(.sqlite) { test in
