@@ -21,6 +21,11 @@ enum Columns {
         "created_at", "expires_at", "return_to",
     ]
 
+    /// The lists the sign-in's statements name, built once instead of on every call.
+    static let userList = list(user)
+    static let pendingAuthorizationList = list(pendingAuthorization)
+    static let sessionWithUserList = list(session, table: "s", prefix: "s_") + ", " + list(user, table: "u", prefix: "u_")
+
     /// `a, b, c` — or `t.a AS p_a, …` for joins.
     static func list(_ columns: [String], table: String? = nil, prefix: String = "") -> String {
         columns.map { column in

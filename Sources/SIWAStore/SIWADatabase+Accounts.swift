@@ -10,7 +10,7 @@ extension SIWADatabase {
     /// The account with our id `id`.
     public func user(id: String) async throws -> UserAccount? {
         try await withSQL { sql in
-            try await sql.raw("SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE id = \(bind: id)")
+            try await sql.raw("SELECT \(unsafeRaw: Columns.userList) FROM users WHERE id = \(bind: id)")
                 .first()?.userAccount()
         }
     }
@@ -63,7 +63,7 @@ extension SIWADatabase {
                             \(bind: s.isPrivateEmail), \(bind: false), \(bind: UserAccount.trimmed(s.givenName)),
                             \(bind: UserAccount.trimmed(s.familyName)), \(bind: s.now), \(bind: s.now), \(bind: s.now))
                     ON CONFLICT (apple_sub) DO NOTHING
-                    RETURNING \(unsafeRaw: Columns.list(Columns.user))
+                    RETURNING \(unsafeRaw: Columns.userList)
                     """).first()?.userAccount()
                 created = account != nil
                 if account == nil {
@@ -143,7 +143,7 @@ extension SIWADatabase {
             // The limit counts accounts, not tokens: a person's tokens are never split across two batches.
             try await sql.raw("""
                 SELECT \(unsafeRaw: columns) FROM (
-                    SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users
+                    SELECT \(unsafeRaw: Columns.userList) FROM users
                     WHERE COALESCE(consent_checked_at, 0) < \(bind: before)
                       AND EXISTS (SELECT 1 FROM apple_tokens WHERE apple_tokens.user_id = users.id)
                     ORDER BY COALESCE(consent_checked_at, 0), id
@@ -221,7 +221,7 @@ extension SIWADatabase {
 
     static func findUser(_ sql: any SQLDatabase, sub: String, lock: String = "") async throws -> UserAccount? {
         try await sql.raw("""
-            SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE apple_sub = \(bind: sub)\(unsafeRaw: lock)
+            SELECT \(unsafeRaw: Columns.userList) FROM users WHERE apple_sub = \(bind: sub)\(unsafeRaw: lock)
             """).first()?.userAccount()
     }
 
@@ -230,7 +230,7 @@ extension SIWADatabase {
         let moved = try await sql.raw("""
             UPDATE users SET apple_sub = \(bind: newSub), updated_at = \(bind: now)
             WHERE apple_sub = \(bind: oldSub)
-            RETURNING \(unsafeRaw: Columns.list(Columns.user))
+            RETURNING \(unsafeRaw: Columns.userList)
             """).first()?.userAccount()
         if moved != nil {
             try await sql.raw("""

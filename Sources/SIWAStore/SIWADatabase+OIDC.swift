@@ -109,7 +109,7 @@ extension SIWADatabase {
                 RETURNING \(unsafeRaw: Columns.list(Columns.oidcCode))
                 """).first()?.oidcCode() {
                 guard let account = try await sql.raw("""
-                    SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE id = \(bind: code.userID)
+                    SELECT \(unsafeRaw: Columns.userList) FROM users WHERE id = \(bind: code.userID)
                     """).first()?.userAccount()
                 else { return .refused(code) }
                 guard let token = issue(code, account) else { return .refused(code) }

@@ -21,7 +21,7 @@ extension SIWADatabase {
             try await sql.raw("""
                 UPDATE pending_authorizations SET consumed_at = \(bind: now)
                 WHERE state = \(bind: state) AND consumed_at IS NULL
-                RETURNING \(unsafeRaw: Columns.list(Columns.pendingAuthorization))
+                RETURNING \(unsafeRaw: Columns.pendingAuthorizationList)
                 """).first()?.pendingAuthorization()
         }
     }

@@ -10,11 +10,9 @@ extension SIWADatabase {
     /// minute, so that a busy page does not turn every read into a write — unless `touch` is false: the
     /// gateway's `/oauth2/auth` runs before every request of the app behind it and only reads (SPEC §10).
     public func session(tokenHash: String, now: Int64, touch: Bool = true) async throws -> (SessionRecord, UserAccount)? {
-        let columns = Columns.list(Columns.session, table: "s", prefix: "s_") + ", "
-            + Columns.list(Columns.user, table: "u", prefix: "u_")
         let found = try await withSQL { sql -> SessionAndUser? in
             guard let row = try await sql.raw("""
-                SELECT \(unsafeRaw: columns) FROM sessions s JOIN users u ON u.id = s.user_id
+                SELECT \(unsafeRaw: Columns.sessionWithUserList) FROM sessions s JOIN users u ON u.id = s.user_id
                 WHERE s.token_hash = \(bind: tokenHash) AND s.expires_at > \(bind: now)
                 """).first()
             else { return nil }

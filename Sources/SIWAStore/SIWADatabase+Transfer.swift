@@ -56,7 +56,7 @@ extension SIWADatabase {
         let lock = dialect.forUpdate
         return try await transaction { sql in
             guard let user = try await sql.raw("""
-                SELECT \(unsafeRaw: Columns.list(Columns.user)) FROM users WHERE id = \(bind: userID)\(unsafeRaw: lock)
+                SELECT \(unsafeRaw: Columns.userList) FROM users WHERE id = \(bind: userID)\(unsafeRaw: lock)
                 """).first()?.userAccount()
             else { return .notFound }
             if user.appleSub == newSub { return .alreadyMoved }
