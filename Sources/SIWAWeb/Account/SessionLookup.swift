@@ -12,7 +12,7 @@ extension SIWADependencies {
     /// The valid web session for this request, or nil (no cookie, malformed, expired, or deleted).
     /// `touch: false` only reads (the gateway's checks run before every request of the app behind it).
     func webSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
-        guard let token = request.cookies[cookies.sessionName]?.value, BearerSecret.isWellFormed(token) else { return nil }
+        guard let token = request.cookieValue(cookies.sessionName), BearerSecret.isWellFormed(token) else { return nil }
         let hash = BearerSecret.hash(token)
         guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == .web else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)

@@ -125,7 +125,7 @@ struct CallbackController: Sendable {
             throw WebError.badRequest("expired_state", "This sign-in attempt took longer than ten minutes and has expired.",
                                       hint: "Please sign in again.")
         }
-        guard let binding = request.cookies[dependencies.cookies.bindingName]?.value,
+        guard let binding = request.cookieValue(dependencies.cookies.bindingName),
               ConstantTime.equals(Array(BearerSecret.hash(binding).utf8), Array(pending.bindingHash.utf8))
         else {
             throw WebError.badRequest("browser_mismatch", "This sign-in was started in a different browser, or this browser blocked our cookie.",
@@ -201,7 +201,7 @@ struct CallbackController: Sendable {
         let configuration = dependencies.configuration
         switch try await dependencies.complete(signIn, sessionKind: .web, logger: logger) {
         case .signedIn(_, let created, let sessionToken):
-            if let previous = request.cookies[dependencies.cookies.sessionName]?.value, BearerSecret.isWellFormed(previous) {
+            if let previous = request.cookieValue(dependencies.cookies.sessionName), BearerSecret.isWellFormed(previous) {
                 try await dependencies.database.deleteSession(tokenHash: BearerSecret.hash(previous))
             }
             dependencies.metrics.signIn(created ? "new_account" : "returning")
@@ -242,7 +242,7 @@ struct CallbackController: Sendable {
     func submitProfile(_ request: Request, context: AppRequestContext) async throws -> Response {
         let expired = WebError(.badRequest, kind: "profile_expired", title: "This form has expired",
                                message: "Too much time passed since you signed in with Apple.", hint: "Please sign in again.")
-        guard let token = request.cookies[dependencies.cookies.profileName]?.value, BearerSecret.isWellFormed(token) else { throw expired }
+        guard let token = request.cookieValue(dependencies.cookies.profileName), BearerSecret.isWellFormed(token) else { throw expired }
         let hash = BearerSecret.hash(token)
         let form = try await FormBody.decode(ProfileForm.self, from: request)
         guard dependencies.csrf.isValid(form.csrf, for: hash) else { throw WebError.csrf }

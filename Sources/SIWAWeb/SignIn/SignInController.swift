@@ -57,7 +57,7 @@ struct SignInController: Sendable {
         let returnTo = try dependencies.returnTarget(request)?.location
             ?? (context.endpointPath?.hasPrefix("/oauth2/") == true ? "/" : nil)
         // One binding value per browser: reusing it lets two tabs sign in at once.
-        let existing = request.cookies[dependencies.cookies.bindingName]?.value
+        let existing = request.cookieValue(dependencies.cookies.bindingName)
         let binding = existing.flatMap { BearerSecret.isWellFormed($0) ? $0 : nil } ?? BearerSecret.generate()
         let now = dependencies.now()
         // Only a top-level navigation starts a sign-in (SPEC §9): an <img>, <script> or fetch() of
