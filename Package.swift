@@ -56,16 +56,17 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: swiftSettings),
         // Synchronous SQLite, statements prepared once per connection (SIWAStore runs it inline).
         .target(name: "SQLiteDirect", dependencies: ["CSQLite3"], swiftSettings: swiftSettings),
-        // Swift Concurrency's global executor on NIO's event loops (the runtime's hook, set once by `siwa`).
+        // Swift Concurrency's global executor on NIO's event loops (the runtime's hook, set once by `siwa`;
+        // tested through the binary: installing it in the test process would move every suite onto it).
         .target(
             name: "EventLoopExecutor",
             dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
-        // The pages' Mustache templates, parsed once and rendered from typed values (no reflection).
-        .target(name: "PageTemplates", swiftSettings: swiftSettings),
 
         // MARK: Product layers
+        // The pages' Mustache templates, parsed once and rendered from typed values (no reflection).
+        .target(name: "PageTemplates", swiftSettings: swiftSettings),
         .target(
             name: "AppleSignIn",
             dependencies: [
