@@ -88,6 +88,9 @@ struct TemplateParser {
     private mutating func parse() throws(TemplateError) -> [TemplateNode] {
         var frames = [Frame(kind: .root, name: "", line: 1)]
         var text: [UInt8] = []
+        // The line of the tag being read, counted on from the previous tag (not from the start each time).
+        var line = 1
+        var counted = 0
         func flushText(into frames: inout [Frame], _ text: inout [UInt8]) {
             guard !text.isEmpty else { return }
             frames[frames.count - 1].nodes.append(.text(String(decoding: text, as: UTF8.self)))
@@ -101,7 +104,8 @@ struct TemplateParser {
                 break
             }
             text.append(contentsOf: bytes[position..<tagStart])
-            let line = lineNumber(at: tagStart)
+            line += bytes[counted..<tagStart].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            counted = tagStart
             let (tag, tagEnd) = try readTag(at: tagStart, line: line)
 
             // A standalone tag: only whitespace before it on its line and after it up to the line's end.
@@ -253,10 +257,6 @@ struct TemplateParser {
             }
         }
         return cursor
-    }
-
-    private func lineNumber(at index: Int) -> Int {
-        1 + bytes[..<index].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
     }
 }
 
