@@ -76,7 +76,8 @@ public enum EventLoopExecutor {
             for _ in 0..<100 { await counter.increment() }
             return MultiThreadedEventLoopGroup.currentEventLoop != nil
         }.value
-        return Check(installed: installed.load(ordering: .relaxed), ranOnEventLoop: ranOnEventLoop, jobsForHundredActorCalls: jobsEnqueued.load(ordering: .relaxed) - before)
+        return Check(installed: installed.load(ordering: .relaxed), ranOnEventLoop: ranOnEventLoop,
+                     jobsForHundredActorCalls: jobsEnqueued.load(ordering: .relaxed) - before)
     }
 
     private actor Counter {

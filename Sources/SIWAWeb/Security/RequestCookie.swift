@@ -4,8 +4,8 @@ extension Request {
     /// The value of the first cookie named `name` in the `Cookie` headers, as Hummingbird's
     /// `request.cookies[name]?.value` reads it (pieces split on `;`, leading whitespace dropped, the name
     /// up to the first `=`, the value after it; an empty value is nil), without building the whole
-    /// table of cookies for each lookup (a test compares both on random headers). A piece that starts with a non-ASCII byte is left to Hummingbird's reading, whose
-    /// notion of whitespace covers Unicode's.
+    /// table of cookies for each lookup (a test compares both on random headers). A piece that starts
+    /// with a non-ASCII byte is left to Hummingbird's reading, whose notion of whitespace covers Unicode's.
     func cookieValue(_ name: String) -> String? {
         let wanted = Array(name.utf8)
         for header in headers[values: .cookie] {
