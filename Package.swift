@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         // MARK: C libraries (system packages: the user's choice of libcurl and OpenSSL)
@@ -65,6 +66,21 @@ let package = Package(
         ),
 
         // MARK: Product layers
+        // HTTP/1.1 connections for Hummingbird's server: one Task per request, started from the channel
+        // handler, writing straight into the pipeline (no NIOAsyncChannel per connection).
+        .target(
+            name: "HTTP1Server",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The pages' Mustache templates, parsed once and rendered from typed values (no reflection).
         .target(name: "PageTemplates", swiftSettings: swiftSettings),
         .target(
@@ -92,7 +108,7 @@ let package = Package(
         .target(
             name: "SIWAWeb",
             dependencies: [
-                "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "PageTemplates",
+                "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "PageTemplates", "HTTP1Server",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -177,6 +193,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "SIWAStoreTests", dependencies: ["SIWAStore", "SQLiteDirect", "SIWATestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HTTP1ServerTests",
+            dependencies: [
+                "HTTP1Server",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PageTemplatesTests",

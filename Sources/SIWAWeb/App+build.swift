@@ -1,5 +1,6 @@
 import AppleSignIn
 import Foundation
+import HTTP1Server
 import Hummingbird
 import Logging
 import NIOCore
@@ -41,8 +42,10 @@ public func buildApplication(
     extraServices: [any Service] = [], onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let configuration = dependencies.configuration
+    let responder = buildRouter(dependencies, publicDirectory: publicDirectory ?? configuration.resources.publicDirectory).buildResponder()
     var app = Application(
-        router: buildRouter(dependencies, publicDirectory: publicDirectory ?? configuration.resources.publicDirectory),
+        responder: responder,
+        server: .taskPerRequest(responder: responder, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         onServerRunning: onServerRunning,
         logger: logger

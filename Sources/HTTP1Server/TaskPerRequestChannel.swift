@@ -1,0 +1,67 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// What Hummingbird's `Server` sets up on each accepted connection: NIO's HTTP/1.1 codec and
+/// pipelining handler, then `RequestChannelHandler`, which answers each request in a Task of its own.
+/// The server around it (binding, `onServerRunning`, graceful shutdown by quiescing) stays Hummingbird's.
+public struct TaskPerRequestChannel<Responder: HTTPResponder>: ServerChildChannel
+where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+    /// The connection, for the server's bookkeeping.
+    public struct Value: ServerChildChannelValue {
+        public let channel: any Channel
+    }
+
+    let responder: Responder
+    let bodyLimit: Int
+    let dates: HTTPDateHeader
+    let logger: Logger
+
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                withPipeliningAssistance: true,  // one request at a time; the next waits for the response's end
+                withErrorHandling: true,  // a request NIO cannot parse gets 400 and the connection closes
+                withOutboundHeaderValidation: false,  // HTTP types validated the fields already
+                withEncoderConfiguration: .init(),
+                withDecoderLimitConfiguration: .init()
+            )
+            try channel.pipeline.syncOperations.addHandler(
+                RequestChannelHandler(responder: responder, bodyLimit: bodyLimit, dates: dates, logger: self.logger))
+            return Value(channel: channel)
+        }
+    }
+
+    /// The handler answers on its own; this keeps the connection counted by the server until it closes
+    /// (on quiescing, NIO's pipelining handler closes it once the answer under way is written).
+    public func handle(value: Value, logger: Logger) async {
+        let channel = value.channel
+        await withTaskCancellationHandler {
+            try? await channel.closeFuture.get()
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+    }
+}
+
+extension HTTPServerBuilder {
+    /// HTTP/1.1 answered by `TaskPerRequestChannel`. Hummingbird hands the builder a responder that
+    /// writes through an `NIOAsyncChannel` writer; that one is not used: `responder` (the router's) is
+    /// asked directly, and errors and the `Date` header are handled as Hummingbird's server does.
+    ///
+    /// - Parameters:
+    ///   - responder: what answers each request (`router.buildResponder()`).
+    ///   - bodyLimit: the most request-body bytes kept in memory; past it, reading the body fails
+    ///     with `NIOTooManyBytesError` (413) and the rest is read and dropped.
+    ///   - logger: the requests' logger (each request adds its `hb.request.id`).
+    public static func taskPerRequest<Responder: HTTPResponder>(
+        responder: Responder, bodyLimit: Int = 1 << 20, logger: Logger
+    ) -> HTTPServerBuilder where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+        let dates = HTTPDateHeader()
+        return HTTPServerBuilder { _ in
+            TaskPerRequestChannel(responder: responder, bodyLimit: bodyLimit, dates: dates, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,107 @@
+@testable import HTTP1Server
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@Suite("RequestAssembly: one request at a time, with plain values")
+struct RequestAssemblyTests {
+    static let keepAlive = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/form")
+    static let closing = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Connection": "close"])
+    static let http10 = HTTPRequestHead(version: .http1_0, method: .GET, uri: "/")
+
+    @Test("head, body parts, end: dispatched once with the parts joined; keep-alive returns to idle")
+    func dispatchesJoinedBody() {
+        var assembly = RequestAssembly(bodyLimit: 16)
+        #expect(assembly.receivedHead(Self.keepAlive) == .none)
+        #expect(assembly.receivedBody(ByteBuffer(string: "a=1&")) == .none)
+        #expect(assembly.receivedBody(ByteBuffer(string: "b=2")) == .none)
+        #expect(assembly.receivedEnd() == .dispatch(head: Self.keepAlive, body: ByteBuffer(string: "a=1&b=2"), overLimit: false))
+        #expect(assembly.isResponding)
+        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.state == .idle)
+        // The next request on the same connection.
+        #expect(assembly.receivedHead(Self.keepAlive) == .none)
+        #expect(assembly.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: false))
+    }
+
+    @Test("a body exactly at the limit is kept; one byte more is dropped and marked over the limit")
+    func bodyLimit() {
+        var atLimit = RequestAssembly(bodyLimit: 8)
+        _ = atLimit.receivedHead(Self.keepAlive)
+        _ = atLimit.receivedBody(ByteBuffer(string: "1234"))
+        _ = atLimit.receivedBody(ByteBuffer(string: "5678"))
+        #expect(atLimit.receivedEnd() == .dispatch(head: Self.keepAlive, body: ByteBuffer(string: "12345678"), overLimit: false))
+
+        var over = RequestAssembly(bodyLimit: 8)
+        _ = over.receivedHead(Self.keepAlive)
+        _ = over.receivedBody(ByteBuffer(string: "1234"))
+        _ = over.receivedBody(ByteBuffer(string: "56789"))
+        // Parts after the limit are read and dropped too: the request still ends normally.
+        _ = over.receivedBody(ByteBuffer(string: "more"))
+        #expect(over.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: true))
+        #expect(over.responseWritten() == .keepAlive)
+    }
+
+    @Test("Connection: close and HTTP/1.0 without keep-alive close once the response is written", arguments: [closing, http10])
+    func closesAfterResponse(head: HTTPRequestHead) {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(head)
+        #expect(assembly.receivedEnd() == .dispatch(head: head, body: nil, overLimit: false))
+        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.state == .closed)
+        #expect(!assembly.isResponding)
+    }
+
+    @Test("a head in the middle of a request, or before its response, breaks the protocol: close")
+    func headOutOfOrder() {
+        var receiving = RequestAssembly(bodyLimit: 8)
+        _ = receiving.receivedHead(Self.keepAlive)
+        #expect(receiving.receivedHead(Self.keepAlive) == .close)
+        #expect(receiving.state == .closed)
+
+        var responding = RequestAssembly(bodyLimit: 8)
+        _ = responding.receivedHead(Self.keepAlive)
+        _ = responding.receivedEnd()
+        #expect(responding.receivedHead(Self.keepAlive) == .close)
+        #expect(responding.responseWritten() == .discard)
+    }
+
+    @Test("body or end without a head: close")
+    func partsWithoutHead() {
+        var body = RequestAssembly(bodyLimit: 8)
+        #expect(body.receivedBody(ByteBuffer(string: "x")) == .close)
+        var end = RequestAssembly(bodyLimit: 8)
+        #expect(end.receivedEnd() == .close)
+    }
+
+    @Test("the peer finishing: idle closes now; an answer under way is written, then the connection closes")
+    func peerFinished() {
+        var idle = RequestAssembly(bodyLimit: 8)
+        #expect(idle.peerFinished() == .close)
+
+        var receiving = RequestAssembly(bodyLimit: 8)
+        _ = receiving.receivedHead(Self.keepAlive)
+        #expect(receiving.peerFinished() == .close)
+
+        var responding = RequestAssembly(bodyLimit: 8)
+        _ = responding.receivedHead(Self.keepAlive)
+        _ = responding.receivedEnd()
+        #expect(responding.peerFinished() == .none)
+        #expect(responding.isResponding)
+        #expect(responding.responseWritten() == .closeAfterWrite)
+    }
+
+    @Test("once closed, every event is ignored and nothing may be written")
+    func closedIgnoresEverything() {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(Self.keepAlive)
+        _ = assembly.receivedEnd()
+        assembly.closed()
+        #expect(!assembly.isResponding)
+        #expect(assembly.responseWritten() == .discard)
+        #expect(assembly.receivedHead(Self.keepAlive) == .none)
+        #expect(assembly.receivedBody(ByteBuffer(string: "x")) == .none)
+        #expect(assembly.receivedEnd() == .none)
+        #expect(assembly.peerFinished() == .none)
+    }
+}

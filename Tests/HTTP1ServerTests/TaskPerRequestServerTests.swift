@@ -1,0 +1,266 @@
+import Foundation
+import HTTP1Server
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+/// The server as a peer sees it: raw bytes over a loopback socket, so pipelining, half-closing,
+/// HTTP/1.0 and malformed requests can be sent exactly.
+@Suite("TaskPerRequestChannel: HTTP/1.1 connections on Hummingbird's server")
+struct TaskPerRequestServerTests {
+    static let bodyLimit = 1024
+
+    static func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/hello") { _, _ in "hello" }
+        router.get("/slow") { _, _ -> String in
+            try await Task.sleep(for: .milliseconds(100))
+            return "slow"
+        }
+        router.post("/echo") { request, _ -> String in
+            String(buffer: try await request.body.collect(upTo: 64 * 1024))
+        }
+        router.get("/ignores-body") { _, _ in "ignored" }
+        router.get("/stream") { _, _ in
+            Response(status: .ok, body: ResponseBody { writer in
+                for part in ["one,", "two,", "three"] {
+                    try await writer.write(ByteBuffer(string: part))
+                }
+                try await writer.finish(nil)
+            })
+        }
+        router.get("/fails") { _, _ -> String in
+            struct Unexpected: Error {}
+            throw Unexpected()
+        }
+        return router
+    }
+
+    /// Runs `body` with a connection to a live server answering `router()`; the connection is
+    /// closed afterwards whatever happened.
+    static func withConnection(_ body: @Sendable (RawConnection) async throws -> Void) async throws {
+        try await withServer { port in
+            let connection = try await RawConnection(port: port)
+            do {
+                try await body(connection)
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            try? await connection.close()
+        }
+    }
+
+    /// Runs `body` with the port of a live server answering `router()`.
+    static func withServer(_ body: @Sendable (Int) async throws -> Void) async throws {
+        let router = router()
+        let logger = Logger(label: "http1-test")
+        let app = Application(
+            responder: router.buildResponder(),
+            server: .taskPerRequest(responder: router.buildResponder(), bodyLimit: bodyLimit, logger: logger),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            logger: logger)
+        try await app.test(.live) { client in
+            try await body(try #require(client.port))
+        }
+    }
+
+    @Test("two requests on one connection: two answers, each with Date and Content-Length")
+    func keepAlive() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = try await connection.readResponse()
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let second = try await connection.readResponse()
+            for response in [first, second] {
+                #expect(response.status == 200)
+                #expect(response.body == "hello")
+                #expect(response.headers["content-length"] == "5")
+                #expect(response.headers["date"]?.hasSuffix(" GMT") == true)
+            }
+        }
+    }
+
+    @Test("pipelined requests are answered in order, the slow one first")
+    func pipelining() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().body == "slow")
+            #expect(try await connection.readResponse().body == "hello")
+        }
+    }
+
+    @Test("Connection: close, and HTTP/1.0 without keep-alive: the answer, then the server closes",
+          arguments: ["GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET /hello HTTP/1.0\r\n\r\n"])
+    func closesWhenAsked(request: String) async throws {
+        try await Self.withConnection { connection in
+            try await connection.send(request)
+            #expect(try await connection.readResponse().body == "hello")
+            #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+
+    @Test("a body past the limit: 413 from a route that reads it, the rest is drained and the connection goes on")
+    func bodyPastLimit() async throws {
+        try await Self.withConnection { connection in
+            let big = String(repeating: "x", count: Self.bodyLimit * 3)
+            try await connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(big.utf8.count)\r\n\r\n\(big)")
+            #expect(try await connection.readResponse().status == 413)
+            // A route that does not read the body answers as usual.
+            try await connection.send("GET /ignores-body HTTP/1.1\r\nHost: x\r\nContent-Length: \(big.utf8.count)\r\n\r\n\(big)")
+            #expect(try await connection.readResponse().body == "ignored")
+            // A body within the limit, chunked, is read whole.
+            try await connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            #expect(try await connection.readResponse().body == "abcde")
+        }
+    }
+
+    @Test("a body written in parts arrives whole")
+    func streamedBody() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try await connection.readResponse()
+            #expect(response.status == 200)
+            #expect(response.body == "one,two,three")
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().body == "hello")
+        }
+    }
+
+    @Test("an error no middleware handled is a 500 with no body; the connection goes on")
+    func unhandledError() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /fails HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try await connection.readResponse()
+            #expect(response.status == 500)
+            #expect(response.body.isEmpty)
+            try await connection.send("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().status == 404)
+        }
+    }
+
+    @Test("bytes that are not HTTP: 400, then the server closes")
+    func malformed() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("NOT HTTP AT ALL\r\n\r\n")
+            #expect(try await connection.readResponse().status == 400)
+            #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+
+    @Test("a peer that half-closes after its request still gets the answer")
+    func halfClose() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await connection.finishWriting()
+            #expect(try await connection.readResponse().body == "slow")
+            #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+}
+
+/// A loopback TCP connection that sends raw bytes and reads HTTP/1.1 responses (Content-Length or
+/// chunked bodies). Used by one test task at a time.
+final class RawConnection {
+    struct Response {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+    }
+
+    struct ClosedEarly: Error {}
+
+    private let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    /// Bytes read but not yet consumed.
+    private var pending: [UInt8] = []
+
+    init(port: Int) async throws {
+        channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                }
+            }
+        iterator = channel.inbound.makeAsyncIterator()
+    }
+
+    func send(_ text: String) async throws {
+        try await channel.outbound.write(ByteBuffer(string: text))
+    }
+
+    /// Half-closes: the server sees the end of its input.
+    func finishWriting() async throws {
+        channel.outbound.finish()
+    }
+
+    /// Ends the connection (the outbound writer must be finished before it goes away).
+    func close() async throws {
+        channel.outbound.finish()
+        try? await channel.channel.close()
+    }
+
+    /// Everything until the server closes.
+    func readToEnd() async throws -> [UInt8] {
+        while try await fill() {}
+        defer { pending = [] }
+        return pending
+    }
+
+    func readResponse() async throws -> Response {
+        let crlf = Array("\r\n".utf8)
+        let head = String(decoding: try await take(upTo: crlf + crlf), as: UTF8.self)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        let status = Int(statusLine[1]) ?? 0
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body: [UInt8] = []
+        if let length = headers["content-length"].flatMap(Int.init) {
+            body = try await take(count: length)
+        } else if headers["transfer-encoding"] == "chunked" {
+            while true {
+                let size = Int(String(decoding: try await take(upTo: crlf), as: UTF8.self), radix: 16) ?? 0
+                let chunk = try await take(count: size)
+                _ = try await take(upTo: crlf)
+                if size == 0 { break }
+                body += chunk
+            }
+        }
+        return Response(status: status, headers: headers, body: String(decoding: body, as: UTF8.self))
+    }
+
+    /// Reads more bytes; false at the end of the stream.
+    private func fill() async throws -> Bool {
+        guard let buffer = try await iterator.next() else { return false }
+        pending += buffer.readableBytesView
+        return true
+    }
+
+    private func take(upTo delimiter: [UInt8]) async throws -> [UInt8] {
+        while true {
+            if let range = pending.firstRange(of: delimiter) {
+                let line = Array(pending[..<range.lowerBound])
+                pending.removeFirst(range.upperBound)
+                return line
+            }
+            guard try await fill() else { throw ClosedEarly() }
+        }
+    }
+
+    private func take(count: Int) async throws -> [UInt8] {
+        while pending.count < count {
+            guard try await fill() else { throw ClosedEarly() }
+        }
+        defer { pending.removeFirst(count) }
+        return Array(pending[..<count])
+    }
+}
