@@ -43,14 +43,17 @@ struct TaskPerRequestServerTests {
     /// closed afterwards whatever happened.
     static func withConnection(_ body: @Sendable (RawConnection) async throws -> Void) async throws {
         try await withServer { port in
-            let connection = try await RawConnection(port: port)
-            do {
-                try await body(connection)
-            } catch {
-                try? await connection.close()
-                throw error
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                .connect(host: "127.0.0.1", port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                    }
+                }
+            try await channel.executeThenClose { inbound, outbound in
+                try await body(RawConnection(inbound: inbound, outbound: outbound))
             }
-            try? await connection.close()
         }
     }
 
@@ -155,7 +158,7 @@ struct TaskPerRequestServerTests {
     func halfClose() async throws {
         try await Self.withConnection { connection in
             try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await connection.finishWriting()
+            connection.finishWriting()
             #expect(try await connection.readResponse().body == "slow")
             #expect(try await connection.readToEnd().isEmpty)
         }
@@ -163,7 +166,7 @@ struct TaskPerRequestServerTests {
 }
 
 /// A loopback TCP connection that sends raw bytes and reads HTTP/1.1 responses (Content-Length or
-/// chunked bodies). Used by one test task at a time.
+/// chunked bodies). Used by one test task at a time, inside `executeThenClose`.
 final class RawConnection {
     struct Response {
         var status: Int
@@ -173,36 +176,23 @@ final class RawConnection {
 
     struct ClosedEarly: Error {}
 
-    private let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     /// Bytes read but not yet consumed.
     private var pending: [UInt8] = []
 
-    init(port: Int) async throws {
-        channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .connect(host: "127.0.0.1", port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
-                }
-            }
-        iterator = channel.inbound.makeAsyncIterator()
+    init(inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
+        self.outbound = outbound
+        self.iterator = inbound.makeAsyncIterator()
     }
 
     func send(_ text: String) async throws {
-        try await channel.outbound.write(ByteBuffer(string: text))
+        try await outbound.write(ByteBuffer(string: text))
     }
 
     /// Half-closes: the server sees the end of its input.
-    func finishWriting() async throws {
-        channel.outbound.finish()
-    }
-
-    /// Ends the connection (the outbound writer must be finished before it goes away).
-    func close() async throws {
-        channel.outbound.finish()
-        try? await channel.channel.close()
+    func finishWriting() {
+        outbound.finish()
     }
 
     /// Everything until the server closes.
