@@ -81,6 +81,8 @@ static inline CURLcode siwa_curl_easy_getinfo_string(CURL *handle, CURLINFO info
 #include <unistd.h>
 
 typedef struct siwa_curl_events {
+    /* The multi handle the callbacks serve (for curl_multi_assign). */
+    CURLM *multi;
     int epoll_fd;
     int wake_fd;
     /* CLOCK_MONOTONIC milliseconds at which libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT);
@@ -94,9 +96,12 @@ static inline long long siwa_monotonic_ms(void) {
     return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-/* CURLMOPT_SOCKETFUNCTION: keep epoll's interest in socket `s` equal to what libcurl asks for. */
+/* CURLMOPT_SOCKETFUNCTION: keep epoll's interest in socket `s` equal to what libcurl asks for. A socket
+   epoll watches carries a non-NULL `socketp` (curl_multi_assign), so the first call for it adds it and
+   later calls change it: one epoll_ctl per change. libcurl forgets `socketp` when it says REMOVE, which
+   it does each time a transfer ends and its connection goes back to the cache. */
 static inline int siwa_curl_on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp) {
-    (void)easy; (void)socketp;
+    (void)easy;
     siwa_curl_events *events = (siwa_curl_events *)userp;
     if (what == CURL_POLL_REMOVE) {
         /* Fails harmlessly when libcurl already closed the socket (the kernel dropped it then). */
@@ -106,9 +111,13 @@ static inline int siwa_curl_on_socket(CURL *easy, curl_socket_t s, int what, voi
     struct epoll_event interest = {0};
     interest.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
     interest.data.fd = s;
-    if (epoll_ctl(events->epoll_fd, EPOLL_CTL_MOD, s, &interest) != 0 && errno == ENOENT) {
-        if (epoll_ctl(events->epoll_fd, EPOLL_CTL_ADD, s, &interest) != 0) return -1;
+    int first = epoll_ctl(events->epoll_fd, socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s, &interest);
+    if (first != 0) {
+        /* The other operation, should epoll and our mark disagree (a descriptor number reused). */
+        if (errno != ENOENT && errno != EEXIST) return -1;
+        if (epoll_ctl(events->epoll_fd, errno == ENOENT ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &interest) != 0) return -1;
     }
+    if (!socketp) curl_multi_assign(events->multi, s, events);
     return 0;
 }
 
@@ -123,6 +132,7 @@ static inline int siwa_curl_on_timer(CURLM *multi, long timeout_ms, void *userp)
 /* Creates the epoll and wake-up descriptors and hands both callbacks to `multi`. 0 on success,
    otherwise an errno value (and nothing is left open). */
 static inline int siwa_curl_events_open(CURLM *multi, siwa_curl_events *events) {
+    events->multi = multi;
     events->timer_deadline_ms = -1;
     events->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (events->epoll_fd < 0) return errno;

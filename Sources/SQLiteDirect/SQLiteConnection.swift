@@ -12,6 +12,8 @@ public enum SQLiteValue: Sendable, Equatable {
 /// The rows of one statement: its column names once, then each row's values in that order.
 public struct SQLiteRows: Sendable {
     public let columns: [String]
+    /// Each column's position by name (the first, should two share a name), worked out once per statement.
+    public let columnIndex: [String: Int]
     public var rows: [[SQLiteValue]]
 }
 
@@ -52,9 +54,11 @@ public final class SQLiteConnection: @unchecked Sendable {
     private final class PreparedStatement {
         let pointer: OpaquePointer
         let columns: [String]
+        let columnIndex: [String: Int]
         init(pointer: OpaquePointer, columns: [String]) {
             self.pointer = pointer
             self.columns = columns
+            columnIndex = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         }
     }
 
@@ -124,7 +128,7 @@ public final class SQLiteConnection: @unchecked Sendable {
             for column in 0..<count { row.append(value(of: pointer, column: column)) }
             rows.append(row)
         }
-        return SQLiteRows(columns: statement.columns, rows: rows)
+        return SQLiteRows(columns: statement.columns, columnIndex: statement.columnIndex, rows: rows)
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.

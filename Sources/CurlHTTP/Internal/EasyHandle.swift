@@ -127,21 +127,29 @@ final class EasyHandle {
         return bytes.count
     }
 
+    /// One header line as libcurl hands it over (its CRLF included), read as bytes: a status line
+    /// starts the fields afresh, a line starting with a space or tab continues the previous field
+    /// (obs-fold), and `Name: value` adds a field with the value's surrounding spaces and tabs trimmed.
     private func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
-        var line = String(decoding: bytes, as: UTF8.self)
-        // "\r\n" is one Character in Swift, so test for any newline, not for "\r" or "\n".
-        while let last = line.last, last.isNewline { line.removeLast() }
-        if line.hasPrefix("HTTP/") {
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == UInt8(ascii: "\r") || bytes[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: bytes[..<end])
+        if line.starts(with: "HTTP/".utf8) {
             // A new status line: an interim (1xx) response's fields are not the final ones.
             headers.removeAll()
-        } else if let first = line.first, first == " " || first == "\t" {
-            // obs-fold continuation of the previous field.
-            if !headers.isEmpty { headers[headers.count - 1].value += " " + line.trimmingSpaces }
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = String(line[..<colon])
-            let value = String(line[line.index(after: colon)...]).trimmingSpaces
-            headers.append(HTTPHeader(name, value))
+        } else if let first = line.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") {
+            if !headers.isEmpty { headers[headers.count - 1].value += " " + Self.trimmed(line[...]) }
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            headers.append(HTTPHeader(String(decoding: line[..<colon], as: UTF8.self), Self.trimmed(line[(colon + 1)...])))
         }
+    }
+
+    /// The bytes without leading and trailing spaces and tabs, as text.
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        var (start, end) = (bytes.startIndex, bytes.endIndex)
+        while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+        while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
     /// The outcome once libcurl reports the transfer done with `code`.

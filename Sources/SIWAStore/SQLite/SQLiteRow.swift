@@ -2,14 +2,16 @@ import Foundation
 import SQLiteDirect
 import SQLKit
 
-/// One result row for SQLKit: the statement's column names (shared by its rows) and this row's values.
+/// One result row for SQLKit: the statement's column names and their positions (shared by its rows)
+/// and this row's values.
 struct SQLiteRow: SQLRow {
     let columns: [String]
+    let columnIndex: [String: Int]
     let values: [SQLiteValue]
 
     var allColumns: [String] { columns }
 
-    func contains(column: String) -> Bool { columns.contains(column) }
+    func contains(column: String) -> Bool { columnIndex[column] != nil }
 
     func decodeNil(column: String) throws -> Bool {
         try value(column) == .null
@@ -20,7 +22,7 @@ struct SQLiteRow: SQLRow {
     }
 
     private func value(_ column: String) throws -> SQLiteValue {
-        guard let index = columns.firstIndex(of: column) else {
+        guard let index = columnIndex[column] else {
             throw DecodingError.keyNotFound(SQLiteValueDecoder.ColumnKey(column), .init(codingPath: [], debugDescription: "no column \(column) in the row"))
         }
         return values[index]
@@ -55,6 +57,9 @@ struct SQLiteValueDecoder: Decoder, SingleValueDecodingContainer {
         if T.self == String.self { return try decode(String.self) as! T }
         if T.self == Int64.self { return try decode(Int64.self) as! T }
         if T.self == Bool.self { return try decode(Bool.self) as! T }
+        // Optionals directly too: Codable's way goes through an existential container per column.
+        if T.self == String?.self { return (value == .null ? nil : try decode(String.self)) as String? as! T }
+        if T.self == Int64?.self { return (value == .null ? nil : try decode(Int64.self)) as Int64? as! T }
         if T.self == [UInt8].self || T.self == Data.self {
             guard case .blob(let bytes) = value else { throw mismatch(T.self, "not a blob") }
             return (T.self == Data.self ? Data(bytes) as Any : bytes as Any) as! T

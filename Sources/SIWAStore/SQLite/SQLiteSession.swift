@@ -53,6 +53,6 @@ struct SQLiteSession: SQLDatabase {
     }
 
     private func deliver(_ result: SQLiteRows, _ onRow: (any SQLRow) -> ()) {
-        for values in result.rows { onRow(SQLiteRow(columns: result.columns, values: values)) }
+        for values in result.rows { onRow(SQLiteRow(columns: result.columns, columnIndex: result.columnIndex, values: values)) }
     }
 }
