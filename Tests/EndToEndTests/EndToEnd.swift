@@ -20,7 +20,7 @@ struct EndToEnd: Sendable {
     let http: CurlHTTPClient
 
     /// A data folder (keys, SQLite file) that survives a restart within one test.
-    static func dataDirectory() -> String { NSTemporaryDirectory() + "siwa-e2e-\(UUID().uuidString)" }
+    static func dataDirectory() -> String { TestScratch.path("siwa-e2e") }
 
     /// Runs `body` with both servers started on a private database on `backend` (nothing when that
     /// backend is skipped); stops them and removes the database afterwards.

@@ -181,8 +181,8 @@ struct TransferTests {
     func commands() async throws {
         let siwa = try #require(SIWABinary.path)
         let world = try await TransferWorld.make()
-        let path = NSTemporaryDirectory() + "siwa-transfer-\(UUID().uuidString).sqlite"
-        let mapping = NSTemporaryDirectory() + "siwa-transfer-\(UUID().uuidString).csv"
+        let path = TestScratch.path("siwa-transfer", suffix: ".sqlite")
+        let mapping = TestScratch.path("siwa-transfer", suffix: ".csv")
         defer { try? FileManager.default.removeItem(atPath: mapping) }
         let sender = try await SIWADatabase.open(try DatabaseURL("sqlite:\(path)"), logger: TestDatabase.quietLogger)
         try await sender.migrate()
@@ -197,7 +197,7 @@ struct TransferTests {
                 try await SIWABinary.run(siwa, arguments, environment: ["PATH": "/usr/bin:/bin"])
             }
             func keyFile(_ key: P256PrivateKey) throws -> String {
-                let file = NSTemporaryDirectory() + "siwa-transfer-\(UUID().uuidString).p8"
+                let file = TestScratch.path("siwa-transfer", suffix: ".p8")
                 try key.pkcs8PEM().write(toFile: file, atomically: true, encoding: .utf8)
                 return file
             }

@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import SIWATestSupport
 import SIWAWeb
 import Testing
 
@@ -94,7 +95,7 @@ struct ConfigurationTests {
         values["TOKEN_ENCRYPTION_KEY"] = nil
         #expect(failure(values)?.setting == "TOKEN_ENCRYPTION_KEY")
 
-        let directory = NSTemporaryDirectory() + "siwa-demo-\(UUID().uuidString)"
+        let directory = TestScratch.path("siwa-demo")
         let demo = try SIWAConfiguration.load(from: ["DATA_DIR": directory, "PORT": "9090"])
         #expect(demo.isDemo)
         #expect(demo.publicURL == "http://localhost:9090")
