@@ -53,6 +53,14 @@ enum Backend: @unchecked Sendable {
         }
     }
 
+    /// SQLite's one-writer gate (the pool's: its checkpointer takes it too); PostgreSQL needs none.
+    var writeGate: WriteGate? {
+        switch self {
+        case .sqlite(let pool, _): return pool.writeGate
+        case .postgres: return nil
+        }
+    }
+
     static func openSQLite(path: String, deleteOnClose: Bool, poolSize: Int, logger: Logger) async throws -> Backend {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {

@@ -23,7 +23,7 @@ public final class SIWADatabase: Sendable {
         self.backend = backend
         self.dialect = backend.dialect
         self.logger = logger
-        self.writeGate = backend.dialect == .sqlite ? WriteGate() : nil
+        self.writeGate = backend.writeGate
     }
 
     /// True when the database is PostgreSQL (false for SQLite).
