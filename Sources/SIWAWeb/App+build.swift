@@ -11,17 +11,13 @@ import SIWAStore
 public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: String) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     let configuration = dependencies.configuration
-    router.addMiddleware {
-        RequestOriginMiddleware(trustedProxies: configuration.trustedProxies)
-        SecurityHeadersMiddleware(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS,
-                                  returnTargets: configuration.returnTargetPolicy)
-        ErrorPageMiddleware(pages: dependencies.pages, metrics: dependencies.metrics)
-        LogRequestsMiddleware(.debug)
-        FileMiddleware(publicDirectory, searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
-        // The same files under /oauth2/static/, which pages use: behind the gateway only /oauth2/ and
-        // /auth/apple reach siwa, and the app behind it owns every other path.
-        FileMiddleware(publicDirectory, urlBasePath: "/oauth2/static", searchForIndexHtml: false, logger: Logger(label: "siwa.files"))
-    }
+    router.add(middleware: SiteMiddleware(
+        trustedProxies: configuration.trustedProxies,
+        securityHeaders: SecurityHeaders(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS,
+                                         returnTargets: configuration.returnTargetPolicy),
+        errorPages: ErrorPages(pages: dependencies.pages, metrics: dependencies.metrics),
+        files: PublicFiles(directory: publicDirectory)
+    ))
     router.addRoutes(SignInController(dependencies: dependencies).endpoints)
     router.addRoutes(CallbackController(dependencies: dependencies).endpoints)
     router.addRoutes(AccountController(dependencies: dependencies).endpoints)

@@ -20,7 +20,7 @@ struct SurfaceTests {
                 #expect(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"))
                 #expect(csp.contains("frame-ancestors 'none'"))
                 #expect(response.headers[.xContentTypeOptions] == "nosniff")
-                #expect(response.headers[SecurityHeadersMiddleware.referrerPolicy] == "no-referrer")
+                #expect(response.headers[SecurityHeaders.referrerPolicy] == "no-referrer")
                 #expect(response.headers[.strictTransportSecurity]?.contains("max-age=") == true)   // PUBLIC_URL is https
             }
             let notFound = try await browser.get("/no-such-page")

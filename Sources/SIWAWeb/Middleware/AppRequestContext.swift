@@ -6,7 +6,7 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The socket peer: in production the reverse proxy.
     public let remoteAddress: SocketAddress?
-    /// The client behind any trusted proxy (`RequestOriginMiddleware` fills it in first).
+    /// The client behind any trusted proxy (`SiteMiddleware` fills it in first).
     public var origin: RequestOrigin = .unresolved
 
     public init(source: ApplicationRequestContextSource) {

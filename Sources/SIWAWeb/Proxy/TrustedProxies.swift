@@ -102,7 +102,7 @@ public struct ForwardedRequest: Sendable, Equatable {
     public var uri: String?
 }
 
-/// Where a request came from, resolved once per request by `RequestOriginMiddleware`.
+/// Where a request came from, resolved once per request by `SiteMiddleware`.
 public struct RequestOrigin: Sendable {
     public var client: ClientAddress
     /// The socket peer is in `TRUSTED_PROXIES`.

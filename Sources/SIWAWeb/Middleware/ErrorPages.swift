@@ -8,30 +8,26 @@ import SIWAStore
 
 /// Turns every error into a clear answer: the error page (`data-page="error"`) for browsers, JSON
 /// for the API routes. Bad input gets its 4xx; anything unexpected is logged (without secrets) and
-/// answered 500 — which is a bug to fix, never a stack trace shown.
-struct ErrorPageMiddleware: RouterMiddleware {
-    typealias Context = AppRequestContext
+/// answered 500 — which is a bug to fix, never a stack trace shown. (``SiteMiddleware`` calls it.)
+struct ErrorPages: Sendable {
     let pages: PageRenderer
     let metrics: SIWAMetrics
 
     static let jsonPrefixes = ["/api/", "/auth/apple/native", "/auth/apple/notifications", "/oauth2/auth", "/oauth2/userinfo"]
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch {
-            let webError = Self.webError(for: error, logger: context.logger, path: request.uri.path)
-            metrics.error(webError.kind)
-            if Self.jsonPrefixes.contains(where: { request.uri.path.hasPrefix($0) }) {
-                return Self.json(webError)
-            }
-            var view: TemplateView = [
-                "status": .text(String(webError.status.code)), "message": .text(webError.message), "requestID": .text(context.id),
-            ]
-            if let hint = webError.hint { view["hint"] = .text(hint) }
-            if let retry = webError.retryPath { view["retryPath"] = .text(retry) }
-            return pages.render(.error, title: webError.title, view: view, status: webError.status, headers: webError.headers)
+    /// The answer to `error`, which stopped `request`.
+    func response(for error: any Error, to request: Request, context: AppRequestContext) -> Response {
+        let webError = Self.webError(for: error, logger: context.logger, path: request.uri.path)
+        metrics.error(webError.kind)
+        if Self.jsonPrefixes.contains(where: { request.uri.path.hasPrefix($0) }) {
+            return Self.json(webError)
         }
+        var view: TemplateView = [
+            "status": .text(String(webError.status.code)), "message": .text(webError.message), "requestID": .text(context.id),
+        ]
+        if let hint = webError.hint { view["hint"] = .text(hint) }
+        if let retry = webError.retryPath { view["retryPath"] = .text(retry) }
+        return pages.render(.error, title: webError.title, view: view, status: webError.status, headers: webError.headers)
     }
 
     static func json(_ error: WebError) -> Response {

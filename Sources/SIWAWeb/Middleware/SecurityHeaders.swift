@@ -3,8 +3,8 @@ import Hummingbird
 
 /// Security headers on every response (SPEC §3, issue 3): a CSP that allows no inline script and no
 /// framing, no referrer (callback URLs and states stay private), no MIME sniffing, HSTS over https.
-struct SecurityHeadersMiddleware: RouterMiddleware {
-    typealias Context = AppRequestContext
+/// (``SiteMiddleware`` sets them.)
+struct SecurityHeaders: Sendable {
     let contentSecurityPolicy: String
     let hsts: Bool
 
@@ -30,14 +30,12 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
     static let frameOptions = HTTPField.Name("X-Frame-Options")!
     static let openerPolicy = HTTPField.Name("Cross-Origin-Opener-Policy")!
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response = try await next(request, context)
+    func apply(to response: inout Response) {
         response.headers[.contentSecurityPolicy] = contentSecurityPolicy
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[Self.referrerPolicy] = "no-referrer"
         response.headers[Self.frameOptions] = "DENY"
         response.headers[Self.openerPolicy] = "same-origin"
         if hsts { response.headers[.strictTransportSecurity] = "max-age=63072000; includeSubDomains" }
-        return response
     }
 }
