@@ -15,9 +15,9 @@ public func buildRouter(_ dependencies: SIWADependencies, publicDirectory: Strin
         trustedProxies: configuration.trustedProxies,
         securityHeaders: SecurityHeaders(appleOrigin: configuration.appleBaseURL, hsts: configuration.isHTTPS,
                                          returnTargets: configuration.returnTargetPolicy),
-        errorPages: ErrorPages(pages: dependencies.pages, metrics: dependencies.metrics),
-        files: PublicFiles(directory: publicDirectory)
+        errorPages: ErrorPages(pages: dependencies.pages, metrics: dependencies.metrics)
     ))
+    router.addRoutes(PublicFiles.routes(directory: publicDirectory))
     router.addRoutes(SignInController(dependencies: dependencies).endpoints)
     router.addRoutes(CallbackController(dependencies: dependencies).endpoints)
     router.addRoutes(AccountController(dependencies: dependencies).endpoints)

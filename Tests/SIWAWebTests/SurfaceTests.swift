@@ -43,6 +43,29 @@ struct SurfaceTests {
         }
     }
 
+    @Test("files from Public/ at the root and under /oauth2/static/: GET and HEAD, typed, revalidated; a missing one is the 404 page, a way out of the folder a 400")
+    func publicFiles() async throws {
+        try await TestApp.run(.sqlite) { _, browser in
+            for path in ["/favicon.svg", "/css/siwa.css", "/oauth2/static/favicon.svg", "/oauth2/static/css/siwa.css"] {
+                let file = try await browser.get(path)
+                #expect(file.status == .ok, "\(path)")
+                #expect(file.headers[.contentType]?.hasPrefix(path.hasSuffix(".css") ? "text/css" : "image/svg+xml") == true, "\(path)")
+                #expect(file.headers[SecurityHeaders.referrerPolicy] == "no-referrer")
+                let head = try await browser.send(path, method: .head, body: nil)
+                #expect(head.status == .ok && head.text.isEmpty, "\(path)")
+                let etag = try #require(file.headers[.eTag])
+                let again = try await browser.get(path, headers: [.ifNoneMatch: etag])
+                #expect(again.status == .notModified, "\(path)")
+            }
+            for path in ["/css/none.css", "/oauth2/static/css/none.css", "/oauth2/static/", "/favicon.svg/x"] {
+                let missing = try await browser.get(path)
+                #expect(missing.status == .notFound && missing.page == "error", "\(path) \(missing.status)")
+            }
+            let outside = try await browser.get("/css/../Package.swift")
+            #expect(outside.status == .badRequest && outside.page == "error")
+        }
+    }
+
     @Test("healthz answers 200 while the database answers, 503 when it does not", arguments: Backend.allCases)
     func health(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in

@@ -1,0 +1,38 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The files of `Public/` as routes: `GET` and `HEAD` for each entry at the folder's top
+/// (`/favicon.svg`, `/css/**`), at the site's root and again under `/oauth2/static/`, which pages use —
+/// behind the gateway only `/oauth2/` and `/auth/apple` reach siwa, and the app behind it owns every
+/// other path. Hummingbird's `FileMiddleware` serves them (types, ETags, ranges, `If-None-Match`).
+///
+/// Routes rather than a middleware: a middleware sits in front of every request, and a file was
+/// served only after the router had failed with a thrown 404. The folder's top is listed at start-up;
+/// what lies under a listed folder is found per request.
+enum PublicFiles {
+    static let gatewayPrefix = "/oauth2/static"
+
+    static func routes(directory: String) -> RouteCollection<AppRequestContext> {
+        let routes = RouteCollection(context: AppRequestContext.self)
+        let logger = Logger(label: "siwa.files")
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for (prefix, files) in [
+            ("", FileMiddleware<AppRequestContext, LocalFileSystem>(directory, searchForIndexHtml: false, logger: logger)),
+            (gatewayPrefix, FileMiddleware(directory, urlBasePath: gatewayPrefix, searchForIndexHtml: false, logger: logger)),
+        ] {
+            for entry in entries.sorted() where !entry.hasPrefix(".") {
+                var isFolder: ObjCBool = false
+                _ = FileManager.default.fileExists(atPath: directory + "/" + entry, isDirectory: &isFolder)
+                let path = prefix + "/" + entry + (isFolder.boolValue ? "/**" : "")
+                for method in [HTTPRequest.Method.get, .head] {
+                    routes.on(RouterPath(path), method: method) { request, context in
+                        // The middleware serves a file when what comes after it answers 404.
+                        try await files.handle(request, context: context) { _, _ in throw HTTPError(.notFound) }
+                    }
+                }
+            }
+        }
+        return routes
+    }
+}
