@@ -71,7 +71,7 @@ struct CallbackController: Sendable {
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
             .post("/auth/apple/profile", use: submitProfile)
-            .add(middleware: dependencies.rateLimit)
+            .limited(by: dependencies.rateLimit)
             .post("/auth/apple/callback", use: callback)
     }
 

@@ -21,7 +21,7 @@ struct GatewayController: Sendable {
             .get("/oauth2/userinfo", use: userinfo)
             .get("/oauth2/sign_in", use: signInPage)
             .get("/oauth2/sign_out", use: signOut)
-            .add(middleware: dependencies.signInStartLimit)
+            .limited(by: dependencies.signInStartLimit)
             .get("/oauth2/start", use: SignInController(dependencies: dependencies).start)
     }
 

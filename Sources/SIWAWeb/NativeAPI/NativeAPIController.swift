@@ -13,7 +13,7 @@ struct NativeAPIController: Sendable {
         RouteCollection(context: AppRequestContext.self)
             .get("/api/me", use: me)
             .delete("/api/me", use: deleteMe)
-            .add(middleware: dependencies.rateLimit)
+            .limited(by: dependencies.rateLimit)
             .post("/auth/apple/native/nonce", use: issueNonce)
             .post("/auth/apple/native", use: signIn)
     }

@@ -36,7 +36,7 @@ struct OIDCProviderController: Sendable {
             .get(RouterPath(Path.userInfo), use: userInfo)
             .post(RouterPath(Path.userInfo), use: userInfo)
             // Each authorization request may store a code: limited per client like the sign-in routes.
-            .add(middleware: dependencies.rateLimit)
+            .limited(by: dependencies.rateLimit)
             .get(RouterPath(Path.authorize), use: authorize)
             .post(RouterPath(Path.authorize), use: authorize)
     }

@@ -17,7 +17,7 @@ struct SignInCap: Sendable {
 
     /// Throws the page (or JSON) that says why not.
     func admit(_ origin: RequestOrigin, database: SIWADatabase, now: Int64, context: AppRequestContext) async throws {
-        if let perClient, let retryAfter = await perClient.check(origin.client.limitKey) {
+        if let perClient, let retryAfter = perClient.check(origin.client.limitKey) {
             context.logger.notice("sign-in cap per client reached", metadata: ["client": .string(origin.client.description)])
             throw WebError(.tooManyRequests, kind: "too_many_sign_ins_from_client", title: "Too many sign-ins started",
                            message: "Many sign-ins have been started from your network and not finished. Please wait a few minutes.",

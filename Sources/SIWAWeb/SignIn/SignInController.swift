@@ -14,7 +14,7 @@ struct SignInController: Sendable {
     var endpoints: RouteCollection<AppRequestContext> {
         RouteCollection(context: AppRequestContext.self)
             .get("/", use: signInPage)
-            .add(middleware: dependencies.signInStartLimit)
+            .limited(by: dependencies.signInStartLimit)
             .get("/auth/apple", use: start)
     }
 
