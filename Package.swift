@@ -208,7 +208,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect"], swiftSettings: swiftSettings),
+        .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect", "CSQLite3"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PageTemplatesTests",
             // swift-mustache rendered the pages before; the shipped templates must render the same.

@@ -11,4 +11,11 @@ static inline int siwa_sqlite3_bind_text_copy(sqlite3_stmt *statement, int index
 static inline int siwa_sqlite3_bind_blob_copy(sqlite3_stmt *statement, int index, const void *bytes, int length) {
     return sqlite3_bind_blob(statement, index, bytes, length, SQLITE_TRANSIENT);
 }
+/* sqlite3_config is variadic, which Swift cannot call. Turns off SQLite's memory statistics: with them
+   on (Debian's build does not set SQLITE_DEFAULT_MEMSTATUS=0), every allocation and free inside SQLite
+   takes a process-wide mutex to count bytes that nobody reads. Only allowed before SQLite initializes;
+   afterwards SQLite answers SQLITE_MISUSE and changes nothing. */
+static inline int siwa_sqlite3_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 #endif

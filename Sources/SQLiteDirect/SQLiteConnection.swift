@@ -64,6 +64,7 @@ public final class SQLiteConnection: @unchecked Sendable {
 
     /// Opens (creating it when absent) the database file at `path`.
     public init(path: String) throws {
+        _ = Self.processSetUp
         var opened: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let result = sqlite3_open_v2(path, &opened, flags, nil)
@@ -79,6 +80,13 @@ public final class SQLiteConnection: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// Done once, before the process's first connection initializes SQLite: no memory statistics (a
+    /// global mutex around each of SQLite's allocations). Its result is ignored: if something else in
+    /// the process initialized SQLite first, the setting stays as it was and nothing else changes.
+    private static let processSetUp: Void = {
+        _ = siwa_sqlite3_disable_memory_statistics()
+    }()
 
     /// Finalizes every statement and closes the connection. Safe to call twice.
     public func close() {

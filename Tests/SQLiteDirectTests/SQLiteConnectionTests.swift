@@ -1,3 +1,4 @@
+import CSQLite3
 import Foundation
 import SQLiteDirect
 import Testing
@@ -103,6 +104,16 @@ struct SQLiteConnectionTests {
             let after = try first.query("SELECT v FROM t").rows
             #expect(after == [[.integer(1)]])
         }
+    }
+
+    @Test("SQLite keeps no memory statistics (they put a process-wide mutex around each of its allocations)")
+    func noMemoryStatistics() throws {
+        let connection = try SQLiteConnection(path: ":memory:")
+        defer { connection.close() }
+        try connection.executeScript("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('x')")
+        #expect(try connection.query("SELECT v FROM t").rows == [[.text("x")]])
+        // With the statistics on, this counts the bytes SQLite holds for the connection and its table.
+        #expect(sqlite3_memory_used() == 0)
     }
 
     @Test("opening a path that cannot be a database fails with a clear error")
