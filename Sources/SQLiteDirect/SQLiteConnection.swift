@@ -142,23 +142,10 @@ public final class SQLiteConnection: @unchecked Sendable {
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
-    /// How far a checkpoint got: the frames in the WAL, and how many of them are now in the database file.
-    public struct CheckpointProgress: Sendable, Equatable {
-        public let walFrames: Int
-        public let copiedFrames: Int
-        /// Every frame is in the database file: the next writer starts the WAL over from its beginning
-        /// (unless a reader is still reading from it).
-        public var isComplete: Bool { copiedFrames >= walFrames }
-    }
-
     /// Copies the WAL into the database file as far as no reader needs it (`PRAGMA wal_checkpoint(PASSIVE)`),
     /// never waiting for a lock.
-    @discardableResult
-    public func checkpointPassive() throws -> CheckpointProgress {
-        var walFrames: Int32 = 0
-        var copiedFrames: Int32 = 0
-        try check(sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &walFrames, &copiedFrames))
-        return CheckpointProgress(walFrames: Int(walFrames), copiedFrames: Int(copiedFrames))
+    public func checkpointPassive() throws {
+        try check(sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil))
     }
 
     // MARK: - Internals

@@ -16,15 +16,19 @@ enum PublicFiles {
     static func routes(directory: String) -> RouteCollection<AppRequestContext> {
         let routes = RouteCollection(context: AppRequestContext.self)
         let logger = Logger(label: "siwa.files")
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        // `/favicon.svg` for a file, `/css/**` for a folder.
+        let paths = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+            .filter { !$0.hasPrefix(".") }
+            .map { entry in
+                var isFolder: ObjCBool = false
+                _ = FileManager.default.fileExists(atPath: directory + "/" + entry, isDirectory: &isFolder)
+                return "/" + entry + (isFolder.boolValue ? "/**" : "")
+            }
         for (prefix, files) in [
             ("", FileMiddleware<AppRequestContext, LocalFileSystem>(directory, searchForIndexHtml: false, logger: logger)),
             (gatewayPrefix, FileMiddleware(directory, urlBasePath: gatewayPrefix, searchForIndexHtml: false, logger: logger)),
         ] {
-            for entry in entries.sorted() where !entry.hasPrefix(".") {
-                var isFolder: ObjCBool = false
-                _ = FileManager.default.fileExists(atPath: directory + "/" + entry, isDirectory: &isFolder)
-                let path = prefix + "/" + entry + (isFolder.boolValue ? "/**" : "")
+            for path in paths.map({ prefix + $0 }) {
                 for method in [HTTPRequest.Method.get, .head] {
                     routes.on(RouterPath(path), method: method) { request, context in
                         // The middleware serves a file when what comes after it answers 404.
