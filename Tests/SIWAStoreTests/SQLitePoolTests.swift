@@ -1,7 +1,8 @@
 import Foundation
-import SIWAStore
+@testable import SIWAStore
 import SIWATestSupport
 import SQLiteDirect
+import Synchronization
 import Testing
 
 /// SQLite run directly: what another process's lock, many concurrent readers and the background
@@ -109,5 +110,47 @@ struct SQLitePoolTests {
             #expect(commits > 100)
             #expect(walBytes < commits * (24 + 4_096), "WAL of \(walBytes) bytes after \(commits) commits")
         }
+    }
+
+    @Test("a checkpointer that cannot open the file at first tries again at its next tick, says so once, and then copies the WAL")
+    func checkpointerOpensLate() async throws {
+        let folder = TestScratch.path("checkpointer-opens-late")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/siwa.sqlite"
+        let attempts = Mutex(0)
+        let lines = LogLines()
+        // The first two opens fail as opening can (another connection's WAL recovery, another process's
+        // lock, a file that cannot be opened); the third works.
+        let pool = try SQLitePool(path: path, maximumReaders: 2, logger: lines.logger()) { path in
+            let attempt = attempts.withLock { count in
+                count += 1
+                return count
+            }
+            if attempt <= 2 { return try SQLiteConnection(path: folder + "/no-such-dir/siwa.sqlite") }
+            return try SQLitePool.connect(path)
+        }
+        let writer = try SQLiteConnection(path: path)
+        try writer.executeScript("CREATE TABLE t (v TEXT)")
+        for index in 0..<60 { try writer.executeScript("INSERT INTO t VALUES ('\(index)')") }
+        // Ticks at 0.5 and 1 s fail; the one at 1.5 s opens and copies (later on a busy machine).
+        let started = ContinuousClock.now
+        while !lines.all.contains(where: { $0.contains("checkpointer opened") }), ContinuousClock.now - started < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(1))
+        // Once everything was copied, the next writer starts the WAL from its beginning again.
+        try writer.executeScript("INSERT INTO t VALUES ('last')")
+        let result = try writer.query("PRAGMA wal_checkpoint(PASSIVE)")
+        writer.close()
+        await pool.shutdown()
+        guard case .integer(let frames) = result.rows.first?[1] else {
+            Issue.record("unexpected PRAGMA answer \(result.rows)")
+            return
+        }
+        #expect(attempts.withLock { $0 } == 3)
+        #expect(frames > 0 && frames < 20, "\(frames) frames in the WAL")
+        let reports = lines.all.filter { $0.contains("checkpointer cannot open") }
+        #expect(reports.count == 1, "\(lines.all)")
     }
 }

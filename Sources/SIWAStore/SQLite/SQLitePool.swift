@@ -27,7 +27,11 @@ final class SQLitePool: Sendable {
 
     /// Opens the writer (which switches the file to WAL, once for good) and starts the checkpointer.
     /// `maximumReaders` bounds the connections open for reading at once; more readers wait their turn.
-    init(path: String, maximumReaders: Int, logger: Logger) throws {
+    /// `openCheckpointConnection` opens the checkpointer's connection (tests make it fail).
+    init(
+        path: String, maximumReaders: Int, logger: Logger,
+        openCheckpointConnection: @escaping @Sendable (String) throws -> SQLiteConnection = SQLitePool.connect
+    ) throws {
         self.path = path
         self.logger = logger
         self.maximumReaders = max(1, maximumReaders)
@@ -40,14 +44,14 @@ final class SQLitePool: Sendable {
         writer.setBusyTimeout(milliseconds: 0)
         readers = Mutex(Readers())
         checkpointing = Mutex(nil)
-        startCheckpointing()
+        startCheckpointing(open: openCheckpointConnection)
     }
 
     /// A connection set up as siwa needs it: foreign keys on; `synchronous = NORMAL` (in WAL a commit no
     /// longer waits for an fsync, only checkpoints do: every commit stays atomic and survives a crash of
     /// the process; a power loss may undo the last commits, never corrupt the file); no automatic
     /// checkpoint (the pool's task runs them); no waiting in SQLite for locks (see ``SQLiteSession``).
-    private static func connect(_ path: String) throws -> SQLiteConnection {
+    static func connect(_ path: String) throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path)
         connection.setBusyTimeout(milliseconds: 0)
         try connection.executeScript("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;")
@@ -133,47 +137,53 @@ final class SQLitePool: Sendable {
     /// Only a completely copied WAL is started over from its beginning by the next writer; without the
     /// second step a busy server's WAL never was: it grew by every commit's frames (236 MB in 13 s at
     /// 512 browsers), each append writing fresh file blocks and each read searching a longer wal-index.
-    private func startCheckpointing() {
+    private func startCheckpointing(open openConnection: @escaping @Sendable (String) throws -> SQLiteConnection) {
         let path = path
         let logger = logger
         let writeGate = writeGate
         let task = Task.detached {
-            // Its own connection, and its own thread for the copy and its fsync.
+            // Its own connection, and its own thread for opening it, the copy and its fsync.
             let thread = NIOThreadPool(numberOfThreads: 1)
             thread.start()
-            let connection: SQLiteConnection
-            do {
-                // A pool closed before this task got to run (a short-lived tool or test) has nothing to copy.
-                try Task.checkCancellation()
-                connection = try Self.connect(path)
-            } catch is CancellationError {
-                try? await thread.shutdownGracefully()
-                return
-            } catch {
-                logger.error("SQLite checkpointer could not open \(path); the WAL grows until the next start", metadata: ["error": "\(error)"])
-                try? await thread.shutdownGracefully()
-                return
-            }
             let loop = MultiThreadedEventLoopGroup.singleton.any()
-            // The future form: a cancelled task still lets a started checkpoint finish.
-            @Sendable func copyWAL() async throws {
-                try await thread.runIfActive(eventLoop: loop) { try connection.checkpointPassive() }.get()
+            // The future form: a cancelled task still lets a started step finish.
+            @Sendable func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+                try await thread.runIfActive(eventLoop: loop, work).get()
             }
+            // Opened at the first tick, and at every later one until that works: opening reads the
+            // schema, which can meet another connection's recovery of the WAL index or another process's
+            // lock (SQLITE_BUSY). Given up at the first failure, as it once was, the WAL grew until a restart.
+            var connection: SQLiteConnection?
+            var openFailureReported = false
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.checkpointInterval)
+                guard !Task.isCancelled else { break }
                 do {
-                    try await copyWAL()
+                    let open: SQLiteConnection
+                    if let connection {
+                        open = connection
+                    } else {
+                        open = try await onThread { try openConnection(path) }
+                        connection = open
+                        if openFailureReported { logger.notice("SQLite checkpointer opened \(path) after all") }
+                    }
+                    try await onThread { try open.checkpointPassive() }
                     // The frames committed during that copy; writers wait meanwhile (~0.1–5 ms at 512 browsers).
                     if !Task.isCancelled {
-                        try await writeGate.run { try await copyWAL() }
+                        try await writeGate.run { try await onThread { try open.checkpointPassive() } }
                     }
                 } catch let error as SQLiteError where error.isBusy {
-                    // Another process is checkpointing: nothing to do this time.
+                    // Another connection is checkpointing, recovering or holding the file: the next tick tries again.
                 } catch {
-                    logger.warning("SQLite checkpoint failed", metadata: ["error": "\(error)"])
+                    if connection != nil {
+                        logger.warning("SQLite checkpoint failed", metadata: ["error": "\(error)"])
+                    } else if !openFailureReported {
+                        openFailureReported = true
+                        logger.error("SQLite checkpointer cannot open \(path); trying again every \(Self.checkpointInterval)", metadata: ["error": "\(error)"])
+                    }
                 }
             }
-            connection.close()
+            connection?.close()
             try? await thread.shutdownGracefully()
         }
         checkpointing.withLock { $0 = task }
