@@ -238,13 +238,16 @@ public struct NewSignIn: Sendable {
     public var sessionTokenHash: String
     public var sessionKind: SessionKind
     public var sessionExpiresAt: Int64
+    /// The session the signing-in browser still carries, ended in the same transaction that starts the
+    /// new one (a sign-in always starts a fresh session); nil when there is none.
+    public var endingSessionHash: String?
     public var now: Int64
 
     public init(
         appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
         givenName: String? = nil, familyName: String? = nil, transferFromSub: String? = nil,
         clientID: String, sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?,
-        sessionTokenHash: String, sessionKind: SessionKind, sessionExpiresAt: Int64, now: Int64
+        sessionTokenHash: String, sessionKind: SessionKind, sessionExpiresAt: Int64, endingSessionHash: String? = nil, now: Int64
     ) {
         self.appleSub = appleSub
         self.email = email
@@ -258,6 +261,7 @@ public struct NewSignIn: Sendable {
         self.sessionTokenHash = sessionTokenHash
         self.sessionKind = sessionKind
         self.sessionExpiresAt = sessionExpiresAt
+        self.endingSessionHash = endingSessionHash
         self.now = now
     }
 }

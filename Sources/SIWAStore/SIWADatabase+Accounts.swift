@@ -106,6 +106,9 @@ extension SIWADatabase {
                         updated_at = excluded.updated_at, validated_at = excluded.validated_at
                     """).run()
             }
+            if let ending = s.endingSessionHash, ending != s.sessionTokenHash {
+                try await sql.raw("DELETE FROM sessions WHERE token_hash = \(bind: ending)").run()
+            }
             try await Self.insertSession(sql, SessionRecord(
                 tokenHash: s.sessionTokenHash, userID: user.id, kind: s.sessionKind,
                 createdAt: s.now, expiresAt: s.sessionExpiresAt, lastSeenAt: s.now

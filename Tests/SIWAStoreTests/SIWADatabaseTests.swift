@@ -218,6 +218,33 @@ struct SIWADatabaseTests {
         }
     }
 
+    @Test("a sign-in ends the session the browser still carried in the transaction that starts the new one; one that needs a name ends nothing",
+          arguments: Backend.allCases)
+    func signInEndsTheCarriedSession(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let db = test.db
+            _ = try await db.completeSignIn(signIn(sub: "sub-carried", session: "s-first"))
+            _ = try await db.completeSignIn(signIn(sub: "sub-other", session: "s-other"))
+
+            var again = signIn(sub: "sub-carried", session: "s-second")
+            again.endingSessionHash = "s-first"
+            _ = try await db.completeSignIn(again)
+            #expect(try await db.session(tokenHash: "s-first", now: 1_000) == nil)
+            #expect(try await db.session(tokenHash: "s-second", now: 1_000) != nil)
+            // Another person's session, carried by the same browser (a shared computer), ends too.
+            var switched = signIn(sub: "sub-carried", session: "s-third")
+            switched.endingSessionHash = "s-other"
+            _ = try await db.completeSignIn(switched)
+            #expect(try await db.session(tokenHash: "s-other", now: 1_000) == nil)
+
+            // No account and no name anywhere: nothing is written, so the carried session stays.
+            var unnamed = signIn(sub: "sub-unnamed", given: nil, family: nil, session: "s-unnamed")
+            unnamed.endingSessionHash = "s-second"
+            #expect(try await db.completeSignInUsingStoredName(unnamed) == nil)
+            #expect(try await db.session(tokenHash: "s-second", now: 1_000) != nil)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func saveAppleUserInfoNeverLosesAName(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in

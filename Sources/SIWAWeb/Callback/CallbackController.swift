@@ -199,11 +199,9 @@ struct CallbackController: Sendable {
     /// `request`'s own session, if any, ends: a sign-in always starts a fresh session (no fixation).
     private func finish(_ signIn: VerifiedSignIn, replacing request: Request, returnTo: ReturnTarget?, logger: Logger) async throws -> Response {
         let configuration = dependencies.configuration
-        switch try await dependencies.complete(signIn, sessionKind: .web, logger: logger) {
+        let previous = request.cookieValue(dependencies.cookies.sessionName).flatMap { BearerSecret.isWellFormed($0) ? $0 : nil }
+        switch try await dependencies.complete(signIn, sessionKind: .web, ending: previous, logger: logger) {
         case .signedIn(_, let created, let sessionToken):
-            if let previous = request.cookieValue(dependencies.cookies.sessionName), BearerSecret.isWellFormed(previous) {
-                try await dependencies.database.deleteSession(tokenHash: BearerSecret.hash(previous))
-            }
             dependencies.metrics.signIn(created ? "new_account" : "returning")
             var response = Response.seeOther(returnTo?.location ?? "/account")
             response.setCookie(dependencies.cookies.session(sessionToken))

@@ -52,7 +52,8 @@ extension SIWADependencies {
     static let webSessionLifetime = Int64(Cookies.sessionLifetime)
     static let apiSessionLifetime: Int64 = 90 * 86_400
 
-    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, logger: Logger) async throws -> SignInResult {
+    /// `ending`: the session the request carries, if any; it ends in the transaction that starts the new one.
+    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, ending: String? = nil, logger: Logger) async throws -> SignInResult {
         let sessionToken = BearerSecret.generate()
         let now = now()
         let lifetime = sessionKind == .api ? Self.apiSessionLifetime : Self.webSessionLifetime
@@ -69,7 +70,7 @@ extension SIWADependencies {
             isPrivateEmail: signIn.isPrivateEmail, givenName: signIn.givenName, familyName: signIn.familyName,
             transferFromSub: signIn.transferSub, clientID: signIn.clientID, sealRefreshToken: sealRefreshToken,
             sessionTokenHash: BearerSecret.hash(sessionToken), sessionKind: sessionKind,
-            sessionExpiresAt: now + lifetime, now: now
+            sessionExpiresAt: now + lifetime, endingSessionHash: ending.map(BearerSecret.hash), now: now
         )) else {
             return .profileRequired
         }
