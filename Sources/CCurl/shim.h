@@ -70,8 +70,9 @@ static inline CURLcode siwa_curl_easy_getinfo_string(CURL *handle, CURLINFO info
  * transfers in flight each finished response cost a thousand polls. With the socket interface
  * libcurl tells us which sockets it waits on (siwa_curl_on_socket) and when its next timer is due
  * (siwa_curl_on_timer); epoll reports only the sockets that are ready, and
- * curl_multi_socket_action handles only those. All of it runs on the CurlHTTP thread; other
- * threads only write to wake_fd (an eventfd) to say "look at your queue".
+ * curl_multi_socket_action handles only those. It runs on the CurlHTTP thread, or on a thread that
+ * submits a request while that thread waits (under CurlMultiLoop's driver lock, never two at once);
+ * other threads write to wake_fd (an eventfd) to say "look at your queue".
  */
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -88,6 +89,9 @@ typedef struct siwa_curl_events {
     /* CLOCK_MONOTONIC milliseconds at which libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT);
        -1 when it has no timer. */
     long long timer_deadline_ms;
+    /* When the loop thread's current (or next) epoll_wait ends at the latest: a thread that drives libcurl
+       meanwhile and moves its timer before this must wake the loop (siwa_curl_events_timer_before_wake). */
+    long long wait_until_ms;
 } siwa_curl_events;
 
 static inline long long siwa_monotonic_ms(void) {
@@ -134,6 +138,7 @@ static inline int siwa_curl_on_timer(CURLM *multi, long timeout_ms, void *userp)
 static inline int siwa_curl_events_open(CURLM *multi, siwa_curl_events *events) {
     events->multi = multi;
     events->timer_deadline_ms = -1;
+    events->wait_until_ms = -1;
     events->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (events->epoll_fd < 0) return errno;
     events->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -170,18 +175,33 @@ static inline void siwa_curl_events_wake(const siwa_curl_events *events) {
     (void)written; /* EAGAIN means the counter is already non-zero: a wake-up is pending anyway. */
 }
 
-/* Waits at most `timeout_ms` (or until libcurl's timer, whichever is first; -1: no limit of our own)
-   for ready sockets and writes up to `capacity` of them to `sockets` / `flags` (CURL_CSELECT_*).
-   A wake-up is consumed, not reported. Returns the number written, or -1 with errno. */
+/* Loop thread, while no other thread drives libcurl: how long its next wait may last (at most
+   `max_ms`, less when libcurl's timer is due sooner), remembered in wait_until_ms. */
+static inline int siwa_curl_events_plan_wait(siwa_curl_events *events, int max_ms) {
+    long long now = siwa_monotonic_ms();
+    long long timeout_ms = max_ms;
+    if (events->timer_deadline_ms >= 0) {
+        long long until_timer = events->timer_deadline_ms - now;
+        if (until_timer < 0) until_timer = 0;
+        if (until_timer < timeout_ms) timeout_ms = until_timer;
+    }
+    events->wait_until_ms = now + timeout_ms;
+    return (int)timeout_ms;
+}
+
+/* A thread that drove libcurl while the loop thread waits: whether libcurl's timer now falls before the
+   end of that wait, so the loop must be woken to meet it. */
+static inline int siwa_curl_events_timer_before_wake(const siwa_curl_events *events) {
+    return events->timer_deadline_ms >= 0 && events->timer_deadline_ms < events->wait_until_ms;
+}
+
+/* Waits at most `timeout_ms` (from siwa_curl_events_plan_wait) for ready sockets and writes up to
+   `capacity` of them to `sockets` / `flags` (CURL_CSELECT_*). A wake-up is consumed, not reported.
+   Returns the number written, or -1 with errno. */
 static inline int siwa_curl_events_wait(siwa_curl_events *events, int *sockets, int *flags, int capacity, int timeout_ms) {
     enum { batch = 256 };
     struct epoll_event ready[batch];
     if (capacity > batch) capacity = batch;
-    if (events->timer_deadline_ms >= 0) {
-        long long until_timer = events->timer_deadline_ms - siwa_monotonic_ms();
-        if (until_timer < 0) until_timer = 0;
-        if (timeout_ms < 0 || until_timer < timeout_ms) timeout_ms = (int)until_timer;
-    }
     int count = epoll_wait(events->epoll_fd, ready, capacity, timeout_ms);
     if (count < 0) return errno == EINTR ? 0 : -1;
     int written = 0;

@@ -88,4 +88,7 @@ public final class CurlHTTPClient: Sendable {
 
     /// Requests accepted and not yet finished.
     var requestsInFlight: Int { loop.requestsInFlight }
+
+    /// Times the network thread was woken to start, cancel or stop something (tests).
+    var wakeUpsWritten: Int { loop.wakeUpsWritten }
 }

@@ -27,6 +27,33 @@ struct RequestTableTests {
         #expect(table.count == 0)
     }
 
+    @Test("a request its submitter starts itself leaves the queue, is active (cancellable), and is taken once")
+    func takeBySubmitter() {
+        var table = RequestTable<String>()
+        let a = table.reserve()
+        let b = table.reserve()
+        _ = table.submit(a, "a")
+        _ = table.submit(b, "b")
+        #expect(table.take(b) == "b")
+        #expect(table.take(b) == nil)
+        // The loop thread gets only what is still queued.
+        #expect(table.drain().starts.map(\.item) == ["a"])
+        #expect(table.take(a) == nil)
+        // Taken means active: a cancellation fails it and asks the loop thread to detach it.
+        if case .failActive(let item) = table.cancel(b) { #expect(item == "b") } else { Issue.record("expected failActive") }
+        #expect(table.drain().cancellations == [b])
+
+        // Cancelled while queued, or failed by a shutdown: nothing to take.
+        let c = table.reserve()
+        _ = table.submit(c, "c")
+        _ = table.cancel(c)
+        #expect(table.take(c) == nil)
+        let d = table.reserve()
+        _ = table.submit(d, "d")
+        #expect(table.beginShutdown() == ["d"])
+        #expect(table.take(d) == nil)
+    }
+
     @Test("cancel before submit makes the submit fail with cancelled")
     func cancelBeforeSubmit() {
         var table = RequestTable<String>()

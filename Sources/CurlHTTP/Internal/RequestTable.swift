@@ -80,6 +80,16 @@ struct RequestTable<Item> {
         }
     }
 
+    /// The submitting thread starts request `id` itself (the network thread is not using libcurl at the
+    /// moment): queued → active. Nil when it is no longer queued: cancelled, failed by a shutdown, or
+    /// already handed to the network thread.
+    mutating func take(_ id: UInt64) -> Item? {
+        guard phase == .running, case .queued(let item) = slots[id] else { return nil }
+        slots[id] = .active(item)
+        queue.removeAll { $0 == id }
+        return item
+    }
+
     mutating func cancel(_ id: UInt64) -> CancelAction {
         switch slots[id] {
         case .reserved:
