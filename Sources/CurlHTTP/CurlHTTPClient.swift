@@ -89,9 +89,6 @@ public final class CurlHTTPClient: Sendable {
     /// Requests accepted and not yet finished.
     var requestsInFlight: Int { loop.requestsInFlight }
 
-    /// libcurl easy handles made so far; a request on a reused one adds none (tests).
-    var easyHandlesMade: Int { loop.easyHandlesMade }
-
     /// Times the network thread was woken to start, cancel or stop something (tests).
     var wakeUpsWritten: Int { loop.wakeUpsWritten }
 }

@@ -129,43 +129,6 @@ struct CurlHTTPClientTests {
         }
     }
 
-    @Test("a reused easy handle carries nothing over: POST with body and header, then GET, HEAD, DELETE, GET on one handle")
-    func reusedHandleStartsClean() async throws {
-        try await TestServer.with { server in
-            try await withClient { client in
-                let posted = try await client.execute(.form(url: server.url("/echo"), fields: [("code", "abc")],
-                                                            headers: [HTTPHeader("X-Once", "1")]))
-                let post = try posted.decodeJSON(Echo.self)
-                #expect(post.method == "POST" && post.form == ["code": "abc"] && post.headers["x-once"] == "1")
-
-                let got = try await client.execute(HTTPClientRequest(url: server.url("/echo")))
-                let get = try got.decodeJSON(Echo.self)
-                #expect(get.method == "GET")
-                #expect(get.body.isEmpty)
-                #expect(get.headers["x-once"] == nil)
-                #expect(get.headers["content-type"] == nil)
-                #expect(get.headers["content-length"] == nil)
-
-                let head = try await client.execute(HTTPClientRequest(method: .HEAD, url: server.url("/echo")))
-                #expect(head.header("x-head") == "yes" && head.body.isEmpty)
-                let deleted = try await client.execute(HTTPClientRequest(method: .DELETE, url: server.url("/echo")))
-                #expect(try deleted.decodeJSON(Echo.self).method == "DELETE")
-                // After a HEAD (no body) and a custom method, a GET reads its body again and says GET.
-                let again = try await client.execute(HTTPClientRequest(url: server.url("/echo")))
-                #expect(try again.decodeJSON(Echo.self).method == "GET")
-
-                // A failed transfer's handle is reused too, and its error text does not stick.
-                await #expect(throws: HTTPClientError.self) {
-                    try await client.execute(HTTPClientRequest(url: server.url("/hang"), timeout: .milliseconds(200)))
-                }
-                let afterError = try await client.execute(HTTPClientRequest(url: server.url("/echo")))
-                #expect(afterError.status == 200)
-
-                #expect(client.easyHandlesMade == 1, "\(client.easyHandlesMade) easy handles for 7 sequential requests")
-            }
-        }
-    }
-
     @Test("HTTP error statuses are responses, not errors", arguments: [201, 204, 400, 404, 500, 503])
     func statusCodes(code: Int) async throws {
         try await TestServer.with { server in

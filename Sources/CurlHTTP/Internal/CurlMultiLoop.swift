@@ -38,17 +38,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// Strong references to every attached handle: this is what keeps the pointers given to libcurl
         /// (CURLOPT_PRIVATE, WRITEDATA, HEADERDATA) valid.
         var attached: [UInt64: EasyHandle] = [:]
-        /// Easy handles whose transfer ended normally, reset for the next one (at most `sparesKept`).
-        var spares: [CurlEasy] = []
-        /// Easy handles made so far (for tests: a reused one is not counted again).
-        var made = 0
         /// The loop thread has detached everything for good: nobody may drive libcurl again.
         var stopped = false
-
-        mutating func makeEasy() -> CurlEasy? {
-            made += 1
-            return CurlEasy()
-        }
     }
 
     /// A transfer that has ended, to be completed in the table and resumed outside the locks.
@@ -101,10 +92,6 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// thread (`siwa loadtest` at 512 browsers: 509 against 470 µs of server CPU per sign-in; at 16,
     /// where each start cost the thread a wake-up of its own, 625–778 against 676–791 µs).
     static let startHereUpTo = 32
-
-    /// Easy handles kept for reuse: as many as calls to Apple are usually in flight at once on a busy
-    /// site (each ~100 KB); past that a handle is freed when its transfer ends.
-    static let sparesKept = 64
 
     func submit(_ transfer: Transfer) {
         let (action, inFlight) = state.withLock { ($0.table.submit(transfer.id, transfer), $0.table.count) }
@@ -201,11 +188,6 @@ final class CurlMultiLoop: @unchecked Sendable {
         state.withLock { $0.table.count }
     }
 
-    /// Easy handles made so far: a transfer on a reused one adds none.
-    var easyHandlesMade: Int {
-        driver.withLock { $0.made }
-    }
-
     /// Eventfd writes so far: a request started by its submitter while the loop thread waits needs none.
     var wakeUpsWritten: Int {
         state.withLock { $0.wakeUps }
@@ -281,10 +263,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             return (state.exitWaiters, leftovers)
         }
         // Under the driver: a submitter that took its transfer before `stopped` was set has let go by now.
-        driver.withLock { driver in
-            driver.spares.removeAll()
-            curl_multi_cleanup(multi)
-        }
+        _ = driver.withLock { _ in curl_multi_cleanup(multi) }
         for transfer in leftovers { transfer.resume(with: .failure(.shutDown)) }
         for waiter in waiters { waiter.resume() }
     }
@@ -293,10 +272,9 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Attaches a transfer to the multi handle; one that cannot be attached is returned, failed.
     private func attach(_ id: UInt64, _ transfer: Transfer, to driver: inout Driver) -> Finished? {
-        guard let easy = driver.spares.popLast() ?? driver.makeEasy() else {
+        guard let handle = EasyHandle(transfer: transfer) else {
             return (id, transfer, .failure(.transport(code: Int(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_easy_init failed")), 0)
         }
-        let handle = EasyHandle(transfer: transfer, easy: easy)
         if let error = handle.configure() {
             return (id, transfer, .failure(error), 0)
         }
@@ -320,14 +298,9 @@ final class CurlMultiLoop: @unchecked Sendable {
             // Set by EasyHandle.configure to itself; `attached` still holds it here.
             let handle = Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
             let result = handle.result(for: message.pointee.data.result)
-            let opened = handle.newConnections
             curl_multi_remove_handle(multi, easy)
             driver.attached[handle.transfer.id] = nil
-            if driver.spares.count < Self.sparesKept {
-                handle.easy.reset()
-                driver.spares.append(handle.easy)
-            }
-            finished.append((handle.transfer.id, handle.transfer, result, opened))
+            finished.append((handle.transfer.id, handle.transfer, result, handle.newConnections))
         }
     }
 

@@ -1,66 +1,37 @@
 internal import CCurl
 
-/// A libcurl easy handle with its error buffer, kept from one transfer to the next: `curl_easy_init`
-/// allocates ~100 KB (the handle and, at its first transfer, its download buffer), and the free of
-/// that block made glibc consolidate its heap once per call to Apple. `reset()` clears every option
-/// (`curl_easy_reset`); the multi handle keeps the connections. Used only by the holder of
-/// `CurlMultiLoop`'s driver lock.
-final class CurlEasy {
-    let raw: UnsafeMutableRawPointer
-    /// libcurl writes an error's detail here; NUL-terminated, cleared before each use.
-    let errorBuffer: UnsafeMutablePointer<CChar>
-
-    /// Returns `nil` only when libcurl cannot allocate a handle.
-    init?() {
-        guard let raw = curl_easy_init() else { return nil }
-        self.raw = raw
-        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
-    }
-
-    deinit {
-        // Detached from the multi handle before the last reference goes; libcurl no longer reads the
-        // error buffer after cleanup.
-        curl_easy_cleanup(raw)
-        errorBuffer.deallocate()
-    }
-
-    /// Back to a new handle's options, for the next transfer.
-    func reset() {
-        curl_easy_reset(raw)
-        errorBuffer[0] = 0
-    }
-}
-
-/// Drives one transfer on a `CurlEasy`, and collects its response.
+/// Owns one `CURL*` easy handle for one transfer, and collects its response.
 ///
-/// Lives only with the holder of the driver lock. While its handle is attached to the multi handle,
+/// Lives only on the loop thread. While its handle is attached to the multi handle,
 /// the loop's table of active handles keeps it alive; libcurl's callbacks reach it
 /// through the unretained pointer stored in `CURLOPT_PRIVATE`, `WRITEDATA` and
 /// `HEADERDATA`, which is valid exactly that long.
 final class EasyHandle {
     let transfer: Transfer
-    /// The libcurl handle, returned to the loop's spares once the transfer has ended normally.
-    let easy: CurlEasy
-    var raw: UnsafeMutableRawPointer { easy.raw }
+    let raw: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var errorBuffer: UnsafeMutablePointer<CChar> { easy.errorBuffer }
+    private let errorBuffer: UnsafeMutablePointer<CChar>
     private var body: [UInt8] = []
     private var headers: [HTTPHeader] = []
     private var exceededLimit = false
 
     var options: TransferOptions { transfer.options }
 
-    /// `easy` is a new or reset handle, with no options set.
-    init(transfer: Transfer, easy: CurlEasy) {
+    /// Returns `nil` only when libcurl cannot allocate a handle.
+    init?(transfer: Transfer) {
+        guard let raw = curl_easy_init() else { return nil }
         self.transfer = transfer
-        self.easy = easy
+        self.raw = raw
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
     deinit {
-        // libcurl reads the header list until the transfer is detached, which happens before the last
-        // reference goes; a handle that is reused has been reset, so it no longer points here.
+        // The handle is detached from the multi handle before the last reference goes,
+        // and libcurl no longer reads the header list or error buffer after cleanup.
+        curl_easy_cleanup(raw)
         curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
     }
 
     /// Sets every option; returns the first failure, if any.
