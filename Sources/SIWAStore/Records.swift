@@ -67,6 +67,12 @@ public struct UserAccount: Sendable, Equatable {
 
     /// True when the account has neither a given nor a family name.
     public var hasNoName: Bool { displayName == nil }
+
+    /// Whether the name and email fields a sign-in may update are those of `other`.
+    func hasSameProfile(as other: UserAccount) -> Bool {
+        email == other.email && emailVerified == other.emailVerified && isPrivateEmail == other.isPrivateEmail
+            && givenName == other.givenName && familyName == other.familyName
+    }
 }
 
 /// The fallback table's row: Apple's one-time `user` JSON, kept so a name is never lost.

@@ -245,6 +245,37 @@ struct SIWADatabaseTests {
         }
     }
 
+    @Test("a returning sign-in with nothing new writes only its times; a new email or relay flag is written, a missing one keeps ours",
+          arguments: Backend.allCases)
+    func returningSignInWritesWhatChanged(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let db = test.db
+            let (first, created) = try await db.completeSignIn(signIn(sub: "sub-r", email: "a@example.com", now: 1_000))
+            #expect(created)
+
+            // Nothing new (the short UPDATE): the times move, the rest stays.
+            let (same, _) = try await db.completeSignIn(signIn(sub: "sub-r", email: "a@example.com", now: 2_000))
+            var expected = first
+            expected.updatedAt = 2_000
+            expected.lastSignInAt = 2_000
+            #expect(same == expected)
+            #expect(try await db.user(sub: "sub-r") == expected)
+
+            // A new address (the full UPDATE).
+            let relay = "x1@privaterelay.appleid.com"
+            let (moved, _) = try await db.completeSignIn(signIn(sub: "sub-r", email: relay, now: 3_000))
+            #expect(moved.email == relay && moved.isPrivateEmail && moved.lastSignInAt == 3_000)
+            #expect(try await db.user(sub: "sub-r") == moved)
+
+            // No email in this id_token, and another name: ours are kept (a name is only filled in when missing).
+            let (kept, _) = try await db.completeSignIn(signIn(sub: "sub-r", email: nil, given: "Grace", family: "Hopper", now: 4_000))
+            #expect(kept.email == relay && kept.givenName == "Ada" && kept.familyName == "Lovelace")
+            #expect(kept.updatedAt == 4_000 && kept.lastSignInAt == 4_000)
+            #expect(try await db.user(sub: "sub-r") == kept)
+            #expect(try await db.user(sub: "sub-r")?.createdAt == 1_000)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func saveAppleUserInfoNeverLosesAName(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
