@@ -4,7 +4,7 @@ import PostgresKit
 import NIOPosix
 import SQLKit
 
-/// The two places where SQL differs between SQLite and PostgreSQL. Everything else is portable SQL
+/// The places where SQL differs between SQLite and PostgreSQL. Everything else is portable SQL
 /// (`ON CONFLICT … DO UPDATE`, `RETURNING`, `BIGINT`, `BOOLEAN` work in both).
 enum Dialect: Sendable, Equatable {
     case sqlite
@@ -32,6 +32,20 @@ enum Dialect: Sendable, Equatable {
         switch self {
         case .sqlite: return ""
         case .postgres: return " FOR UPDATE SKIP LOCKED"
+        }
+    }
+
+    /// The indexes the schema created on `table`, as `name`: not SQLite's automatic ones for keys (those
+    /// have no SQL), and on PostgreSQL only the current schema's, without the `_pkey` ones.
+    func namedIndexes(on table: String) -> SQLQueryString {
+        switch self {
+        case .sqlite:
+            return "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name = \(bind: table) ORDER BY name"
+        case .postgres:
+            return """
+                SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = \(bind: table)
+                    AND indexname NOT LIKE '%\\_pkey' ORDER BY indexname
+                """
         }
     }
 }

@@ -161,6 +161,14 @@ package let migrations: [Migration] = [
         )
         """,
     ]),
+    // The index on pending_authorizations.expires_at served no query: the sweep's `expires_at <= now OR
+    // consumed_at IS NOT NULL` scans the table anyway (consumed_at has no index), and the count's
+    // `expires_at > now` matches nearly every row (they are swept a minute after their use), so the
+    // index only made it slower (SQLite, 54,000 rows: 6.3 ms against 4.1 ms without). Every sign-in paid
+    // for it: one more page written when its authorization began, one more removed at the sweep.
+    Migration(version: 7, name: "no index on pending authorizations' expiry", statements: [
+        "DROP INDEX IF EXISTS pending_authorizations_expires_idx",
+    ]),
 ]
 
 extension SIWADatabase {
@@ -211,6 +219,13 @@ extension SIWADatabase {
             throw StoreError.migrationFailed(error.description)
         } catch {
             throw StoreError.migrationFailed(Self.describe(error))
+        }
+    }
+
+    /// The indexes the schema created on `table`, by name (tests check what a migration left).
+    package func indexNames(on table: String) async throws -> [String] {
+        try await withSQL { [dialect] sql in
+            try await sql.raw(dialect.namedIndexes(on: table)).all().map { try $0.decode(column: "name", as: String.self) }
         }
     }
 

@@ -26,6 +26,17 @@ struct SIWADatabaseTests {
         }
     }
 
+    @Test("pending authorizations keep no index on their expiry (no query used it; every sign-in wrote it); sessions keep theirs",
+          arguments: Backend.allCases)
+    func pendingAuthorizationsHaveNoExpiryIndex(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let pending = try await test.db.indexNames(on: "pending_authorizations")
+            let sessions = try await test.db.indexNames(on: "sessions")
+            #expect(pending == [])
+            #expect(sessions == ["sessions_expires_idx", "sessions_user_idx"])
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func aFailingMigrationRollsBackAndIsNotRecorded(_ backend: Backend) async throws {
         try await withDatabase(backend, migrate: false) { test in
