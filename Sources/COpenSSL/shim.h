@@ -69,6 +69,30 @@ static inline const char *siwa_name_rsa_e(void) { return OSSL_PKEY_PARAM_RSA_E; 
 static inline const char *siwa_name_key_type_ec(void) { return "EC"; }
 static inline const char *siwa_name_key_type_rsa(void) { return "RSA"; }
 
+/// An HMAC-SHA-256 context keyed once, to be copied for each message (EVP_MAC_CTX_dup) and
+/// never used itself: EVP_Q_mac fetches "HMAC" and "SHA256" by name under OpenSSL's global lock
+/// and keys a new context on every call. NULL if OpenSSL refuses. The caller frees it with
+/// EVP_MAC_CTX_free.
+static inline EVP_MAC_CTX *siwa_hmac_sha256_keyed(const unsigned char *key, size_t key_length) {
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (mac == NULL) return NULL;
+    EVP_MAC_CTX *context = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac); /* the context holds its own reference */
+    if (context == NULL) return NULL;
+    /* OpenSSL reads the digest's name during EVP_MAC_init only: a string literal is enough. */
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+        OSSL_PARAM_construct_end(),
+    };
+    /* An empty key is a valid HMAC key; OpenSSL wants a pointer all the same. */
+    static const unsigned char no_key = 0;
+    if (EVP_MAC_init(context, key_length > 0 ? key : &no_key, key_length, params) != 1) {
+        EVP_MAC_CTX_free(context);
+        return NULL;
+    }
+    return context;
+}
+
 /// GCM control codes are macro aliases; exposed as functions so Swift sees plain ints.
 static inline int siwa_ctrl_gcm_set_ivlen(void) { return EVP_CTRL_GCM_SET_IVLEN; }
 static inline int siwa_ctrl_gcm_get_tag(void) { return EVP_CTRL_GCM_GET_TAG; }

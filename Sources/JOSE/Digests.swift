@@ -62,6 +62,50 @@ public enum HMACSHA256 {
     }
 }
 
+extension HMACSHA256 {
+    /// A key used for many messages (CSRF tokens under one server key): OpenSSL's context is keyed
+    /// once and copied for each message, instead of fetching HMAC and SHA-256 by name and keying a
+    /// new context on every call (`authenticationCode(key:data:)`; 1.2 % of the server's CPU in a
+    /// sign-in, for the one token `GET /account` renders).
+    ///
+    /// `@unchecked Sendable`: the keyed context is only ever copied (`EVP_MAC_CTX_dup` reads it), never
+    /// updated, so threads may share it; it is freed when the last reference goes.
+    public final class Key: @unchecked Sendable {
+        private let template: OpaquePointer
+
+        public init(_ key: some Collection<UInt8>) {
+            let bytes = Array(key)
+            let template = bytes.withUnsafeBufferPointer { siwa_hmac_sha256_keyed($0.baseAddress, $0.count) }
+            // Only a broken library refuses a key (HMAC takes any length, empty included).
+            guard let template else { preconditionFailure("OpenSSL HMAC-SHA256 key setup failed: \(OpenSSL.drainErrors())") }
+            self.template = template
+        }
+
+        deinit {
+            EVP_MAC_CTX_free(template)
+        }
+
+        /// The 32-byte HMAC-SHA-256 of `data` under this key.
+        public func authenticationCode(_ data: some Collection<UInt8>) -> [UInt8] {
+            var mac = [UInt8](repeating: 0, count: 32)
+            var length = 0
+            let context = EVP_MAC_CTX_dup(template)
+            defer { EVP_MAC_CTX_free(context) }
+            let ok = context != nil && OpenSSL.withBytes(Array(data)) { pointer, count in
+                // `mac` holds 32 bytes and OpenSSL is told so; it never writes more.
+                EVP_MAC_update(context, pointer, count) == 1 && EVP_MAC_final(context, &mac, &length, mac.count) == 1
+            }
+            precondition(ok && length == 32, "OpenSSL HMAC-SHA256 failed: \(OpenSSL.drainErrors())")
+            return mac
+        }
+
+        /// Whether `mac` is the HMAC-SHA-256 of `data` under this key, compared in constant time.
+        public func isValid(_ mac: some Collection<UInt8>, data: some Collection<UInt8>) -> Bool {
+            ConstantTime.equals(authenticationCode(data), mac)
+        }
+    }
+}
+
 /// Comparisons whose timing does not depend on where the inputs differ.
 public enum ConstantTime {
     /// Whether `a` and `b` hold the same bytes. The time taken depends only on the lengths

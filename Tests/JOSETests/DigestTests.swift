@@ -49,6 +49,43 @@ struct DigestTests {
         #expect(Hex.encode(truncated.prefix(16)) == "a3b6167473100ee06e0c796c2955552b")
     }
 
+    @Test("a prepared HMAC key gives the RFC 4231 values, again and again, empty key included")
+    func hmacPreparedKey() {
+        for vector in Self.rfc4231 {
+            let key = HMACSHA256.Key(vector.key)
+            // The keyed context is only copied: a second and third use give the same value.
+            for _ in 0..<3 {
+                #expect(Hex.encode(key.authenticationCode(vector.data)) == vector.mac)
+            }
+            #expect(key.isValid(hex(vector.mac), data: vector.data))
+            #expect(!key.isValid(hex(vector.mac), data: vector.data + [0]))
+            #expect(!key.isValid(hex(vector.mac).prefix(31), data: vector.data))
+        }
+        #expect(Hex.encode(HMACSHA256.Key([UInt8]()).authenticationCode([UInt8]()))
+            == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+    }
+
+    @Test("a prepared HMAC key shared by many tasks at once gives each message its own value")
+    func hmacPreparedKeyConcurrently() async {
+        let key = HMACSHA256.Key(bytes("shared key"))
+        let mismatches = await withTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for index in 0..<500 {
+                        let message = bytes("session \(task)-\(index)")
+                        if key.authenticationCode(message) != HMACSHA256.authenticationCode(key: bytes("shared key"), data: message) {
+                            wrong += 1
+                        }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
     @Test("HMAC with an empty key or empty data is well defined")
     func hmacEmpty() {
         // Independent value: Python's hmac.new(b"", b"", sha256).

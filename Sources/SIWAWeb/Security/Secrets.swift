@@ -81,18 +81,18 @@ struct CSRFTokens: Sendable, CustomStringConvertible {
     /// Never the key, whatever prints the value.
     var description: String { "CSRFTokens(key redacted)" }
 
-    private let key: [UInt8]
+    private let key: HMACSHA256.Key
 
     init(secret: AESGCMKey) {
-        self.key = HMACSHA256.authenticationCode(key: secret.bytes, data: Array("siwa csrf v1".utf8))
+        self.key = HMACSHA256.Key(HMACSHA256.authenticationCode(key: secret.bytes, data: Array("siwa csrf v1".utf8)))
     }
 
     func token(for sessionHash: String) -> String {
-        Base64URL.encode(HMACSHA256.authenticationCode(key: key, data: Array(sessionHash.utf8)))
+        Base64URL.encode(key.authenticationCode(Array(sessionHash.utf8)))
     }
 
     func isValid(_ presented: String?, for sessionHash: String) -> Bool {
         guard let presented, let bytes = try? Base64URL.decode(presented) else { return false }
-        return HMACSHA256.isValid(bytes, key: key, data: Array(sessionHash.utf8))
+        return key.isValid(bytes, data: Array(sessionHash.utf8))
     }
 }
