@@ -65,7 +65,7 @@ public struct AESGCMKey: Sendable, Equatable, CustomStringConvertible, CustomDeb
         }
         guard let context = EVP_CIPHER_CTX_new() else { throw OpenSSL.failure("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(context) }
-        guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
+        guard EVP_EncryptInit_ex(context, FetchedAlgorithm.aes256GCM.algorithm, nil, nil, nil) == 1,
               EVP_CIPHER_CTX_ctrl(context, siwa_ctrl_gcm_set_ivlen(), Int32(nonce.count), nil) == 1,
               EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1
         else { throw OpenSSL.failure("AES-GCM encrypt init") }
@@ -108,7 +108,7 @@ public struct AESGCMKey: Sendable, Equatable, CustomStringConvertible, CustomDeb
         guard tag.count == tagCount else { throw JOSEError.invalidSignature }
         guard let context = EVP_CIPHER_CTX_new() else { throw OpenSSL.failure("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(context) }
-        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
+        guard EVP_DecryptInit_ex(context, FetchedAlgorithm.aes256GCM.algorithm, nil, nil, nil) == 1,
               EVP_CIPHER_CTX_ctrl(context, siwa_ctrl_gcm_set_ivlen(), Int32(nonce.count), nil) == 1,
               EVP_DecryptInit_ex(context, nil, nil, key, nonce) == 1
         else { throw OpenSSL.failure("AES-GCM decrypt init") }
