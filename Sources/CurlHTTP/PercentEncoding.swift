@@ -53,13 +53,24 @@ public enum PercentEncoding {
     /// or a name or value is not UTF-8. Split on the bytes `&` and `=`, not on Characters (a form is
     /// bytes; grapheme breaking over Apple's few-KiB callback body cost more than the rest of the parse).
     public static func formPairs(_ encoded: String) -> [(String, String)]? {
+        // The bytes through a `Span` (bounds-checked, no copy), not `Substring.UTF8View` indices.
+        let bytes = encoded.utf8.span
         var pairs: [(String, String)] = []
-        for part in encoded.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let equals = part.firstIndex(of: UInt8(ascii: "="))
-            guard let name = formDecode(part[..<(equals ?? part.endIndex)]),
-                  let value = equals.map({ formDecode(part[part.index(after: $0)...]) }) ?? ""
-            else { return nil }
-            pairs.append((name, value))
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            var equals: Int?
+            while end < bytes.count, bytes[end] != UInt8(ascii: "&") {
+                if equals == nil, bytes[end] == UInt8(ascii: "=") { equals = end }
+                end += 1
+            }
+            if end > start {  // empty parts are skipped
+                guard let name = formDecode(bytes.extracting(start..<(equals ?? end))),
+                      let value = equals.map({ formDecode(bytes.extracting(($0 + 1)..<end)) }) ?? ""
+                else { return nil }
+                pairs.append((name, value))
+            }
+            start = end + 1
         }
         return pairs
     }
@@ -67,20 +78,36 @@ public enum PercentEncoding {
     /// `+` as a space, `%XX` as that byte; nil on a malformed escape or bytes that are not UTF-8 (as
     /// Foundation's `removingPercentEncoding` after `+` → space, without its string copies).
     public static func formDecode(_ raw: Substring.UTF8View) -> String? {
+        formDecode(raw.span)
+    }
+
+    private static func formDecode(_ raw: Span<UInt8>) -> String? {
+        var plain = true  // most names and values (Apple's code, id_token and state) hold neither `+` nor `%`
+        for index in raw.indices where raw[index] == UInt8(ascii: "+") || raw[index] == UInt8(ascii: "%") {
+            plain = false
+            break
+        }
+        if plain {
+            guard let text = try? UTF8Span(validating: raw) else { return nil }
+            return String(copying: text)
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(raw.count)
-        var iterator = raw.makeIterator()
-        while let byte = iterator.next() {
+        var index = 0
+        while index < raw.count {
+            let byte = raw[index]
             switch byte {
             case UInt8(ascii: "+"):
                 bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexDigitValue), let low = iterator.next().flatMap(hexDigitValue)
+                guard index + 2 < raw.count, let high = hexDigitValue(raw[index + 1]), let low = hexDigitValue(raw[index + 2])
                 else { return nil }
                 bytes.append(high << 4 | low)
+                index += 2
             default:
                 bytes.append(byte)
             }
+            index += 1
         }
         return String(validating: bytes, as: UTF8.self)
     }

@@ -5,9 +5,9 @@ import NIOHTTP1
 /// response. No I/O: each event returns what the channel handler does next (see
 /// `RequestChannelHandler`), so every rule is tested with plain values.
 ///
-/// NIO's `HTTPServerPipelineHandler` sits in front of it and holds back a pipelined request until
-/// the previous response's end has been written, and it closes the connection when the server
-/// quiesces; what is left here is the body, keep-alive and the order of events.
+/// A pipelined request (parts that arrive while a response is under way) is held, in order, until
+/// that response's end is written, and the handler stops reading from the socket while anything is
+/// held. When the server quiesces, an idle connection closes at once and a busy one after its answer.
 struct RequestAssembly {
     /// What the channel handler does after an event.
     enum Action: Equatable {
@@ -39,9 +39,19 @@ struct RequestAssembly {
         case closed
     }
 
+    /// What arrived while a response was under way, replayed in order after it.
+    enum Held: Equatable {
+        case part(HTTPServerRequestPart)
+        /// The peer half-closed after these parts.
+        case peerFinished
+    }
+
     /// The most body bytes kept for one request.
     let bodyLimit: Int
     private(set) var state: State = .idle
+    private(set) var held: [Held] = []
+    /// The server is shutting down: no request after the one under way.
+    private(set) var quiescing = false
 
     init(bodyLimit: Int) {
         precondition(bodyLimit >= 0, "bodyLimit must not be negative")
@@ -53,7 +63,10 @@ struct RequestAssembly {
         case .idle:
             state = .receiving(head: head, body: nil, overLimit: false)
             return .none
-        case .receiving, .responding:
+        case .responding:
+            hold(.part(.head(head)))
+            return .none
+        case .receiving:
             state = .closed
             return .close
         case .closed:
@@ -62,6 +75,10 @@ struct RequestAssembly {
     }
 
     mutating func receivedBody(_ part: ByteBuffer) -> Action {
+        if case .responding = state {
+            hold(.part(.body(part)))
+            return .none
+        }
         guard case .receiving(let head, var body, var overLimit) = state else {
             if state == .closed { return .none }
             state = .closed
@@ -87,17 +104,33 @@ struct RequestAssembly {
     }
 
     mutating func receivedEnd() -> Action {
+        if case .responding = state {
+            hold(.part(.end(nil)))
+            return .none
+        }
         guard case .receiving(let head, let body, let overLimit) = state else {
             if state == .closed { return .none }
             state = .closed
             return .close
         }
-        state = .responding(keepAlive: head.isKeepAlive)
+        state = .responding(keepAlive: head.isKeepAlive && !quiescing)
         return .dispatch(head: head, body: body, overLimit: overLimit)
     }
 
-    /// Called just before the response's end is written, so that the next pipelined request, which
-    /// NIO may deliver during that write, finds the connection idle.
+    private mutating func hold(_ event: Held) {
+        // Past a response that closes the connection nothing more is answered: nothing to keep.
+        if case .responding(keepAlive: true) = state {
+            held.append(event)
+        }
+    }
+
+    /// Whether the handler should stop reading from the socket: a pipelined request is waiting.
+    var holdsReads: Bool {
+        !held.isEmpty
+    }
+
+    /// Called when the response's end is written: whether the connection stays. Then `nextHeld()`
+    /// hands over what was pipelined behind it.
     mutating func responseWritten() -> AfterResponse {
         guard case .responding(let keepAlive) = state else { return .discard }
         if keepAlive {
@@ -105,13 +138,33 @@ struct RequestAssembly {
             return .keepAlive
         }
         state = .closed
+        held = []
         return .closeAfterWrite
     }
 
-    /// The peer will send no more requests (it half-closed, or its bytes broke the protocol): the
-    /// answer under way is finished and then the connection closes; with none under way, it closes now.
+    /// Replays what was held behind the response just written, until a request is complete (it is
+    /// dispatched and the rest stays held), the connection must close, or nothing is left.
+    mutating func nextHeld() -> Action {
+        while !held.isEmpty, !isResponding, state != .closed {
+            let action: Action
+            switch held.removeFirst() {
+            case .part(.head(let head)): action = receivedHead(head)
+            case .part(.body(let part)): action = receivedBody(part)
+            case .part(.end): action = receivedEnd()
+            case .peerFinished: action = peerFinished()
+            }
+            if action != .none { return action }
+        }
+        return .none
+    }
+
+    /// The peer will send no more requests (it half-closed): what it pipelined is answered first,
+    /// then the connection closes; with nothing under way, it closes now.
     mutating func peerFinished() -> Action {
         switch state {
+        case .responding(keepAlive: true) where !held.isEmpty:
+            held.append(.peerFinished)
+            return .none
         case .responding:
             state = .responding(keepAlive: false)
             return .none
@@ -123,6 +176,30 @@ struct RequestAssembly {
         }
     }
 
+    /// The peer's bytes broke the protocol: nothing more of it is answered. The answer under way is
+    /// finished, then the connection closes; `.close` with none under way.
+    mutating func failed() -> Action {
+        held = []
+        return peerFinished()
+    }
+
+    /// The server is shutting down: an idle connection closes now, a busy one after its answer
+    /// (anything pipelined behind it is dropped, as NIO's pipelining handler does).
+    mutating func quiesce() -> Action {
+        quiescing = true
+        held = []
+        switch state {
+        case .idle:
+            state = .closed
+            return .close
+        case .responding:
+            state = .responding(keepAlive: false)
+            return .none
+        case .receiving, .closed:
+            return .none  // a request being received is answered, then the connection closes
+        }
+    }
+
     /// Whether a response may still be written (the connection is answering a request).
     var isResponding: Bool {
         if case .responding = state { return true }
@@ -131,5 +208,6 @@ struct RequestAssembly {
 
     mutating func closed() {
         state = .closed
+        held = []
     }
 }

@@ -6,23 +6,32 @@ import NIOHTTP1
 import NIOHTTPTypesHTTP1
 
 /// Answers the requests of one HTTP/1.1 connection: when a request's end arrives, it starts one Task
-/// that asks the responder (the router) and writes the response straight into the pipeline.
+/// that asks the responder (the router) and writes the response straight to the socket.
 ///
 /// Hummingbird's own channel runs one long Task per connection that reads the request parts from an
 /// `NIOAsyncChannel` and writes the response through its `NIOAsyncWriter`; each request then crosses
 /// two async sequences, a writer state machine and their locks. Here the parts are assembled on the
-/// event loop (`RequestAssembly`) and the response is written from the Task, on the same loop when
-/// the Task runs there (siwa's global executor), else by a hop to it.
-final class RequestChannelHandler<Responder: HTTPResponder>: ChannelInboundHandler, RemovableChannelHandler
+/// event loop (`RequestAssembly`, which also holds pipelined requests back and answers quiescing), and
+/// the response is encoded here (`ResponseEncoder`): a page goes out as one buffer, head and body,
+/// in one write. Only NIO's request decoder sits in front of it.
+final class RequestChannelHandler<Responder: HTTPResponder>: ChannelDuplexHandler, RemovableChannelHandler
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// A body part up to this size is copied behind its head (one buffer, one `iovec`); a larger one
+    /// is written as it is.
+    static var copiedBodyLimit: Int { 64 * 1024 }
 
     private let responder: Responder
     private let logger: Logger
     private let dates: HTTPDateHeader
     private var assembly: RequestAssembly
+    private var encoder = ResponseEncoder(answersHEAD: false)
     private var context: ChannelHandlerContext?
+    /// A `read` held back while a pipelined request waits.
+    private var readHeld = false
 
     init(responder: Responder, bodyLimit: Int, dates: HTTPDateHeader, logger: Logger) {
         self.responder = responder
@@ -52,6 +61,48 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         case .body(let part): action = assembly.receivedBody(part)
         case .end: action = assembly.receivedEnd()
         }
+        perform(action, context: context)
+    }
+
+    /// Reading stops while a pipelined request waits for the answer before it.
+    func read(context: ChannelHandlerContext) {
+        if assembly.holdsReads {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case ChannelEvent.inputClosed:
+            // The peer half-closed (it sends no more requests): answer what it sent, then close.
+            perform(assembly.peerFinished(), context: context)
+        case is ChannelShouldQuiesceEvent:
+            perform(assembly.quiesce(), context: context)
+        default:
+            break
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Bytes NIO's decoder cannot parse: 400 and close when no answer is under way (as NIO's
+    /// `HTTPServerProtocolErrorHandler` does), else the answer under way is finished and then the
+    /// connection closes. Any other error ends the connection the same way.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("connection error", metadata: ["error.type": .string(String(reflecting: type(of: error)))])
+        let answering = assembly.isResponding
+        guard assembly.failed() == .close else { return }
+        if !answering, error is HTTPParserError {
+            var buffer = context.channel.allocator.buffer(capacity: 64)
+            buffer.writeStaticString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+            context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    private func perform(_ action: RequestAssembly.Action, context: ChannelHandlerContext) {
         switch action {
         case .none:
             break
@@ -62,36 +113,21 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         }
     }
 
-    /// The peer half-closed (it sends no more requests): finish the answer in progress, then close.
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event, assembly.peerFinished() == .close {
-            context.close(promise: nil)
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    /// A parse error reaches here after `HTTPServerProtocolErrorHandler` has answered it with 400
-    /// (when no response was under way); any error ends the connection once the answer in progress is written.
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.debug("connection error", metadata: ["error.type": .string(String(reflecting: type(of: error)))])
-        if assembly.peerFinished() == .close {
-            context.close(promise: nil)
-        }
-    }
-
     // MARK: Answering
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer?, overLimit: Bool, context: ChannelHandlerContext) {
+        encoder = ResponseEncoder(answersHEAD: head.method == .HEAD)
         let request: HTTPRequest
         do {
             request = try Self.request(from: head)
         } catch {
             // A head NIO parsed but HTTP's field rules refuse (a method or path it cannot carry).
-            var response = Response(status: .badRequest)
-            response.headers[.connection] = "close"
-            response.headers[.date] = dates.current
-            _ = assembly.peerFinished()
-            send(head: HTTPResponseHead(response.head), body: nil, end: true, trailers: nil)
+            var response = HTTPResponse(status: .badRequest)
+            response.headerFields[.connection] = "close"
+            response.headerFields[.contentLength] = "0"
+            response.headerFields[.date] = dates.current
+            _ = assembly.failed()
+            send(head: response, body: nil, end: true, trailers: nil)
             return
         }
         let requestBody = overLimit
@@ -120,24 +156,41 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// Writes response parts; the last write's future is returned, nil when the connection is gone.
     /// On the event loop.
     @discardableResult
-    fileprivate func send(head: HTTPResponseHead?, body: ByteBuffer?, end: Bool, trailers: HTTPHeaders?) -> EventLoopFuture<Void>? {
+    fileprivate func send(head: HTTPResponse?, body: ByteBuffer?, end: Bool, trailers: HTTPFields?) -> EventLoopFuture<Void>? {
         guard let context, assembly.isResponding else { return nil }
+        let bodyBytes = body?.readableBytes ?? 0
+        var buffer = context.channel.allocator.buffer(capacity: 1024 + min(bodyBytes, Self.copiedBodyLimit))
         if let head {
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            encoder.appendHead(head, to: &buffer)
+        }
+        if let body, encoder.appendBodyPrefix(count: bodyBytes, to: &buffer) {
+            if bodyBytes <= Self.copiedBodyLimit {
+                buffer.writeImmutableBuffer(body)
+            } else {
+                context.write(wrapOutboundOut(buffer), promise: nil)
+                context.write(wrapOutboundOut(body), promise: nil)
+                buffer = context.channel.allocator.buffer(capacity: 16)
+            }
+            encoder.appendBodySuffix(to: &buffer)
         }
         guard end else {
-            let written = context.eventLoop.makePromise(of: Void.self)
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(body ?? ByteBuffer()))), promise: written)
-            return written.futureResult
+            return context.writeAndFlush(wrapOutboundOut(buffer))
         }
-        if let body {
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        }
-        // Before the end is written: NIO may hand over the next pipelined request during that write.
+        encoder.appendEnd(trailers: trailers, to: &buffer)
         let after = assembly.responseWritten()
-        let written = context.writeAndFlush(wrapOutboundOut(.end(trailers)))
-        if after == .closeAfterWrite {
+        let written = context.writeAndFlush(wrapOutboundOut(buffer))
+        switch after {
+        case .closeAfterWrite:
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        case .keepAlive:
+            // What was pipelined behind this answer, then reading again if it had stopped.
+            perform(assembly.nextHeld(), context: context)
+            if readHeld, !assembly.holdsReads {
+                readHeld = false
+                context.read()
+            }
+        case .discard:
+            break
         }
         return written
     }
@@ -180,7 +233,7 @@ private struct ResponseConnection<Responder: HTTPResponder>: Sendable
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     let handler: NIOLoopBound<RequestChannelHandler<Responder>>
 
-    func send(head: HTTPResponseHead?, body: ByteBuffer?, end: Bool, trailers: HTTPHeaders?) -> EventLoopFuture<Void> {
+    func send(head: HTTPResponse?, body: ByteBuffer?, end: Bool, trailers: HTTPFields?) -> EventLoopFuture<Void> {
         let eventLoop = handler.eventLoop
         let handler = self.handler
         @Sendable func sendOnLoop() -> EventLoopFuture<Void> {
@@ -197,7 +250,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     /// Writes the whole response; a body that fails part-way ends the connection.
     func write(_ response: Response) async {
-        let writer = ChannelBodyWriter(connection: self, head: HTTPResponseHead(response.head))
+        let writer = ChannelBodyWriter(connection: self, head: response.head)
         do {
             try await response.body.write(writer)
         } catch {
@@ -213,7 +266,7 @@ private struct ChannelBodyWriter<Responder: HTTPResponder>: ResponseBodyWriter
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     let connection: ResponseConnection<Responder>
     /// The head, until it is written.
-    var head: HTTPResponseHead?
+    var head: HTTPResponse?
     /// The latest part, held back in case it is the last.
     var held: ByteBuffer?
 
@@ -227,7 +280,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     /// Not awaited: nothing is left to do for this response if the peer has gone.
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-        _ = connection.send(head: head, body: held, end: true, trailers: trailingHeaders.map(HTTPHeaders.init))
+        _ = connection.send(head: head, body: held, end: true, trailers: trailingHeaders)
     }
 }
 

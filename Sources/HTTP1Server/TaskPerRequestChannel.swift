@@ -4,9 +4,10 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// What Hummingbird's `Server` sets up on each accepted connection: NIO's HTTP/1.1 codec and
-/// pipelining handler, then `RequestChannelHandler`, which answers each request in a Task of its own.
-/// The server around it (binding, `onServerRunning`, graceful shutdown by quiescing) stays Hummingbird's.
+/// What Hummingbird's `Server` sets up on each accepted connection: NIO's HTTP/1.1 request decoder,
+/// then `RequestChannelHandler`, which answers each request in a Task of its own and encodes the
+/// responses itself. The server around it (binding, `onServerRunning`, graceful shutdown by
+/// quiescing) stays Hummingbird's.
 public struct TaskPerRequestChannel<Responder: HTTPResponder>: ServerChildChannel
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     /// The connection, for the server's bookkeeping.
@@ -21,21 +22,15 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withPipeliningAssistance: true,  // one request at a time; the next waits for the response's end
-                withErrorHandling: true,  // a request NIO cannot parse gets 400 and the connection closes
-                withOutboundHeaderValidation: false,  // HTTP types validated the fields already
-                withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: .init()
-            )
-            try channel.pipeline.syncOperations.addHandler(
+            try channel.pipeline.syncOperations.addHandlers(
+                ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
                 RequestChannelHandler(responder: responder, bodyLimit: bodyLimit, dates: dates, logger: self.logger))
             return Value(channel: channel)
         }
     }
 
     /// The handler answers on its own; this keeps the connection counted by the server until it closes
-    /// (on quiescing, NIO's pipelining handler closes it once the answer under way is written).
+    /// (on quiescing, `RequestChannelHandler` closes it once the answer under way is written).
     public func handle(value: Value, logger: Logger) async {
         let channel = value.channel
         await withTaskCancellationHandler {

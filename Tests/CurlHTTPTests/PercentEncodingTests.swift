@@ -59,4 +59,24 @@ struct PercentEncodingTests {
             #expect(PercentEncoding.formDecode(Substring(value).utf8) == expected, "\(value.debugDescription)")
         }
     }
+
+    @Test("10,000 random forms read as splitting on & and = and decoding with Foundation would")
+    func formsAgreeWithFoundation() {
+        let pieces = ["a", "=", "&", "&&", "+", "%", "%3D", "%26", "%C3%A9", "%C3", "%zz", "é", "🍎", "state", "x"]
+        for form in Self.randomStrings(of: pieces, maximumPieces: 10) {
+            var expected: [(String, String)]? = []
+            // Split on the bytes, as the reading must (the fixed cases show a combining mark after `&`).
+            for bytes in form.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+                let part = Substring(bytes)
+                let equals = part.utf8.firstIndex(of: UInt8(ascii: "="))
+                let decode = { (raw: Substring) in String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+                guard let name = decode(part[..<(equals ?? part.endIndex)]),
+                      let value = equals.map({ decode(part[part.utf8.index(after: $0)...]) }) ?? ""
+                else { expected = nil; break }
+                expected?.append((name, value))
+            }
+            let pairs = PercentEncoding.formPairs(form)
+            #expect(pairs?.map(\.0) == expected?.map(\.0) && pairs?.map(\.1) == expected?.map(\.1), "\(form.debugDescription)")
+        }
+    }
 }

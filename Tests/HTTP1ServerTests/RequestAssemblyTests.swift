@@ -52,18 +52,108 @@ struct RequestAssemblyTests {
         #expect(!assembly.isResponding)
     }
 
-    @Test("a head in the middle of a request, or before its response, breaks the protocol: close")
+    @Test("a head in the middle of a request breaks the protocol: close")
     func headOutOfOrder() {
         var receiving = RequestAssembly(bodyLimit: 8)
         _ = receiving.receivedHead(Self.keepAlive)
         #expect(receiving.receivedHead(Self.keepAlive) == .close)
         #expect(receiving.state == .closed)
+        #expect(receiving.responseWritten() == .discard)
+    }
+
+    static let second = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/second")
+    static let third = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/third")
+
+    @Test("pipelined requests wait behind the answer under way, reads stop meanwhile, and come out one at a time")
+    func pipelinedRequestsAreHeld() {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(Self.keepAlive)
+        #expect(assembly.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: false))
+        #expect(!assembly.holdsReads)
+        // Two more requests arrive before the first answer is written.
+        #expect(assembly.receivedHead(Self.second) == .none)
+        #expect(assembly.receivedBody(ByteBuffer(string: "ab")) == .none)
+        #expect(assembly.receivedEnd() == .none)
+        #expect(assembly.receivedHead(Self.third) == .none)
+        #expect(assembly.receivedEnd() == .none)
+        #expect(assembly.holdsReads)
+        #expect(assembly.isResponding)
+        #expect(assembly.nextHeld() == .none)  // nothing comes out while the answer is under way
+
+        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.nextHeld() == .dispatch(head: Self.second, body: ByteBuffer(string: "ab"), overLimit: false))
+        #expect(assembly.holdsReads)  // the third still waits
+        #expect(assembly.nextHeld() == .none)
+        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.nextHeld() == .dispatch(head: Self.third, body: nil, overLimit: false))
+        #expect(!assembly.holdsReads)
+        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.nextHeld() == .none)
+        #expect(assembly.state == .idle)
+    }
+
+    @Test("a request pipelined behind one that closes the connection is never answered")
+    func nothingHeldBehindClose() {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(Self.closing)
+        _ = assembly.receivedEnd()
+        _ = assembly.receivedHead(Self.second)
+        _ = assembly.receivedEnd()
+        #expect(!assembly.holdsReads)
+        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.nextHeld() == .none)
+    }
+
+    @Test("a half-close after pipelined requests: each is answered, then the connection closes")
+    func halfCloseAfterPipelined() {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(Self.keepAlive)
+        _ = assembly.receivedEnd()
+        _ = assembly.receivedHead(Self.second)
+        _ = assembly.receivedEnd()
+        #expect(assembly.peerFinished() == .none)
+        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.nextHeld() == .dispatch(head: Self.second, body: nil, overLimit: false))
+        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.nextHeld() == .close)
+        #expect(assembly.state == .closed)
+    }
+
+    @Test("bytes that break the protocol drop what was pipelined; the answer under way is finished, then close")
+    func failureDropsHeld() {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(Self.keepAlive)
+        _ = assembly.receivedEnd()
+        _ = assembly.receivedHead(Self.second)
+        _ = assembly.receivedEnd()
+        #expect(assembly.failed() == .none)
+        #expect(!assembly.holdsReads)
+        #expect(assembly.responseWritten() == .closeAfterWrite)
+
+        var idle = RequestAssembly(bodyLimit: 8)
+        #expect(idle.failed() == .close)
+    }
+
+    @Test("quiescing: idle closes now, an answer under way is finished and then closes, a request being read is answered and then closes")
+    func quiescing() {
+        var idle = RequestAssembly(bodyLimit: 8)
+        #expect(idle.quiesce() == .close)
+        #expect(idle.state == .closed)
 
         var responding = RequestAssembly(bodyLimit: 8)
         _ = responding.receivedHead(Self.keepAlive)
         _ = responding.receivedEnd()
-        #expect(responding.receivedHead(Self.keepAlive) == .close)
-        #expect(responding.responseWritten() == .discard)
+        _ = responding.receivedHead(Self.second)
+        _ = responding.receivedEnd()
+        #expect(responding.quiesce() == .none)
+        #expect(!responding.holdsReads)  // the pipelined request is dropped
+        #expect(responding.responseWritten() == .closeAfterWrite)
+
+        var receiving = RequestAssembly(bodyLimit: 8)
+        _ = receiving.receivedHead(Self.keepAlive)
+        #expect(receiving.quiesce() == .none)
+        #expect(receiving.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: false))
+        #expect(receiving.responseWritten() == .closeAfterWrite)
     }
 
     @Test("body or end without a head: close")

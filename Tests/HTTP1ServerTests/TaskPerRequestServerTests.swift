@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 import Testing
 
 /// The server as a peer sees it: raw bytes over a loopback socket, so pipelining, half-closing,
@@ -16,6 +17,7 @@ struct TaskPerRequestServerTests {
     static func router() -> Router<BasicRequestContext> {
         let router = Router()
         router.get("/hello") { _, _ in "hello" }
+        router.head("/hello") { _, _ in "hello" }  // answered with the body a GET gets: the server must not send it
         router.get("/slow") { _, _ -> String in
             try await Task.sleep(for: .milliseconds(100))
             return "slow"
@@ -43,17 +45,7 @@ struct TaskPerRequestServerTests {
     /// closed afterwards whatever happened.
     static func withConnection(_ body: @Sendable (RawConnection) async throws -> Void) async throws {
         try await withServer { port in
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                .connect(host: "127.0.0.1", port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
-                    }
-                }
-            try await channel.executeThenClose { inbound, outbound in
-                try await body(RawConnection(inbound: inbound, outbound: outbound))
-            }
+            try await RawConnection.with(port: port, body)
         }
     }
 
@@ -163,6 +155,69 @@ struct TaskPerRequestServerTests {
             #expect(try await connection.readToEnd().isEmpty)
         }
     }
+
+    @Test("HEAD: the head a GET would get, no body bytes; the connection goes on")
+    func head() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try await connection.readResponse(hasBody: false)
+            #expect(response.status == 200)
+            #expect(response.headers["content-length"] == "5")
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().body == "hello")
+        }
+    }
+
+    @Test("fifty requests in one write, then a half-close: fifty answers in order, then the server closes")
+    func manyPipelinedThenHalfClose() async throws {
+        try await Self.withConnection { connection in
+            let paths = (0..<50).map { ["/hello", "/slow", "/stream", "/nowhere"][$0 % 4] }
+            try await connection.send(paths.map { "GET \($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+            connection.finishWriting()
+            for path in paths {
+                let response = try await connection.readResponse()
+                switch path {
+                case "/hello": #expect(response.body == "hello")
+                case "/slow": #expect(response.body == "slow")
+                case "/stream": #expect(response.body == "one,two,three")
+                default: #expect(response.status == 404)
+                }
+            }
+            #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+
+    @Test("graceful shutdown: an idle connection is closed, one with an answer under way gets it and then closes")
+    func quiescing() async throws {
+        let router = Self.router()
+        let logger = Logger(label: "http1-test")
+        let port = AsyncStream<Int>.makeStream()
+        let app = Application(
+            responder: router.buildResponder(),
+            server: .taskPerRequest(responder: router.buildResponder(), bodyLimit: Self.bodyLimit, logger: logger),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in port.continuation.yield(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        let group = ServiceGroup(services: [app], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var ports = port.stream.makeAsyncIterator()
+            let serverPort = try #require(await ports.next())
+            try await RawConnection.with(port: serverPort) { idle in
+                try await RawConnection.with(port: serverPort) { busy in
+                    try await idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                    #expect(try await idle.readResponse().body == "hello")
+                    try await busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+                    try await Task.sleep(for: .milliseconds(20))  // the slow answer is under way
+                    await group.triggerGracefulShutdown()
+                    #expect(try await idle.readToEnd().isEmpty)
+                    #expect(try await busy.readResponse().body == "slow")
+                    #expect(try await busy.readToEnd().isEmpty)
+                }
+            }
+            try await tasks.waitForAll()
+        }
+    }
 }
 
 /// A loopback TCP connection that sends raw bytes and reads HTTP/1.1 responses (Content-Length or
@@ -180,6 +235,21 @@ final class RawConnection {
     private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     /// Bytes read but not yet consumed.
     private var pending: [UInt8] = []
+
+    /// Runs `body` with a new connection to `port` on 127.0.0.1, closed afterwards whatever happened.
+    static func with(port: Int, _ body: (RawConnection) async throws -> Void) async throws {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                }
+            }
+        try await channel.executeThenClose { inbound, outbound in
+            try await body(RawConnection(inbound: inbound, outbound: outbound))
+        }
+    }
 
     init(inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
         self.outbound = outbound
@@ -202,7 +272,8 @@ final class RawConnection {
         return pending
     }
 
-    func readResponse() async throws -> Response {
+    /// The next response; `hasBody: false` for one to HEAD, whose framing fields describe a body that is not sent.
+    func readResponse(hasBody: Bool = true) async throws -> Response {
         let crlf = Array("\r\n".utf8)
         let head = String(decoding: try await take(upTo: crlf + crlf), as: UTF8.self)
         var lines = head.components(separatedBy: "\r\n")
@@ -214,7 +285,9 @@ final class RawConnection {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         var body: [UInt8] = []
-        if let length = headers["content-length"].flatMap(Int.init) {
+        if !hasBody {
+            // nothing follows the head
+        } else if let length = headers["content-length"].flatMap(Int.init) {
             body = try await take(count: length)
         } else if headers["transfer-encoding"] == "chunked" {
             while true {

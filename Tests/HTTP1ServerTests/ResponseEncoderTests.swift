@@ -1,0 +1,66 @@
+@testable import HTTP1Server
+import HTTPTypes
+import NIOCore
+import Testing
+
+@Suite("ResponseEncoder: a response's bytes and framing, with plain values")
+struct ResponseEncoderTests {
+    /// Everything one response puts on the wire: head, each part, end.
+    static func wire(_ response: HTTPResponse, parts: [String], trailers: HTTPFields? = nil, answersHEAD: Bool = false) -> String {
+        var encoder = ResponseEncoder(answersHEAD: answersHEAD)
+        var buffer = ByteBuffer()
+        encoder.appendHead(response, to: &buffer)
+        for part in parts where encoder.appendBodyPrefix(count: part.utf8.count, to: &buffer) {
+            buffer.writeString(part)
+            encoder.appendBodySuffix(to: &buffer)
+        }
+        encoder.appendEnd(trailers: trailers, to: &buffer)
+        return String(buffer: buffer)
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ fields: HTTPFields = [:]) -> HTTPResponse {
+        HTTPResponse(status: status, headerFields: fields)
+    }
+
+    @Test("a body with Content-Length goes out as it is, after the status line and the fields in their order and case")
+    func contentLength() {
+        let fields: HTTPFields = [.contentType: "text/html", .contentLength: "5", HTTPField.Name("X-Custom-Case")!: "a", .setCookie: "a=1", .setCookie: "b=2"]
+        #expect(Self.wire(Self.response(.ok, fields), parts: ["he", "llo"])
+                == "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\nX-Custom-Case: a\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\nhello")
+    }
+
+    @Test("without Content-Length the body is chunked; empty parts are skipped (a zero-size chunk would end it); trailers after the last chunk")
+    func chunked() {
+        #expect(Self.wire(Self.response(.ok), parts: ["hello", "", String(repeating: "x", count: 26)])
+                == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1a\r\n\(String(repeating: "x", count: 26))\r\n0\r\n\r\n")
+        #expect(Self.wire(Self.response(.ok, [.transferEncoding: "gzip"]), parts: [], trailers: [HTTPField.Name("X-Sum")!: "1"])
+                == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Sum: 1\r\n\r\n")
+    }
+
+    @Test("Content-Length wins over Transfer-Encoding")
+    func contentLengthWins() {
+        #expect(Self.wire(Self.response(.ok, [.transferEncoding: "chunked", .contentLength: "2"]), parts: ["ok"])
+                == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    }
+
+    @Test("204, 304 and 1xx carry no body and no framing fields", arguments: [204, 304, 103])
+    func noBodyStatus(code: Int) {
+        let status = HTTPResponse.Status(code: code)
+        #expect(Self.wire(Self.response(status, [.contentLength: "3", .transferEncoding: "chunked", .eTag: "\"e\""]), parts: ["abc"])
+                == "HTTP/1.1 \(code) \(status.reasonPhrase)\r\nETag: \"e\"\r\n\r\n")
+    }
+
+    @Test("a response to HEAD keeps the head a GET would get and sends no body bytes")
+    func head() {
+        #expect(Self.wire(Self.response(.ok, [.contentLength: "5"]), parts: ["hello"], answersHEAD: true)
+                == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+        #expect(Self.wire(Self.response(.ok), parts: ["hello"], answersHEAD: true)
+                == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    }
+
+    @Test("a redirect with its reason phrase")
+    func redirect() {
+        #expect(Self.wire(Self.response(.seeOther, [.location: "/account", .contentLength: "0"]), parts: [])
+                == "HTTP/1.1 303 See Other\r\nLocation: /account\r\nContent-Length: 0\r\n\r\n")
+    }
+}
