@@ -1,5 +1,6 @@
 import Hummingbird
 import HummingbirdCore
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -119,7 +120,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         encoder = ResponseEncoder(answersHEAD: head.method == .HEAD)
         let request: HTTPRequest
         do {
-            request = try Self.request(from: head)
+            request = try RequestHeadConversion.request(from: head)
         } catch {
             // A head NIO parsed but HTTP's field rules refuse (a method or path it cannot carry).
             var response = HTTPResponse(status: .badRequest)
@@ -140,17 +141,6 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         Task {
             await connection.write(await answer.response(to: fullRequest, channel: channel))
         }
-    }
-
-    /// HTTP types' request for NIO's head. The origin form (`/path?query`), which is what browsers
-    /// and proxies send, is taken as it is; any other form goes through NIOHTTPTypesHTTP1's conversion.
-    static func request(from head: HTTPRequestHead) throws -> HTTPRequest {
-        guard head.uri.utf8.first == UInt8(ascii: "/") else {
-            return try HTTPRequest(head, secure: false, splitCookie: false)
-        }
-        return HTTPRequest(
-            method: try HTTPRequest.Method(head.method), scheme: "http", authority: head.headers["Host"].first,
-            path: head.uri, headerFields: HTTPFields(head.headers, splitCookie: false))
     }
 
     /// Writes response parts; the last write's future is returned, nil when the connection is gone.
@@ -200,6 +190,45 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     fileprivate func abort() {
         assembly.closed()
         context?.close(promise: nil)
+    }
+}
+
+/// NIO's request head as HTTP types' request.
+enum RequestHeadConversion {
+    /// HTTP types' request for NIO's head. The origin form (`/path?query`), which is what browsers
+    /// and proxies send, is taken as it is; any other form goes through NIOHTTPTypesHTTP1's conversion.
+    static func request(from head: HTTPRequestHead) throws -> HTTPRequest {
+        guard head.uri.utf8.first == UInt8(ascii: "/") else {
+            return try HTTPRequest(head, secure: false, splitCookie: false)
+        }
+        let (authority, fields) = fields(of: head.headers)
+        return HTTPRequest(method: try HTTPRequest.Method(head.method), scheme: "http", authority: authority, path: head.uri, headerFields: fields)
+    }
+
+    /// The first `Host` as the authority and every other field, as NIOHTTPTypesHTTP1's
+    /// `HTTPFields(_:splitCookie: false)` and `headers["Host"].first` give them (a name HTTP types
+    /// refuses is dropped), without a lower-cased copy of each name.
+    static func fields(of headers: HTTPHeaders) -> (authority: String?, fields: HTTPFields) {
+        var fields = HTTPFields()
+        fields.reserveCapacity(headers.count)
+        var authority: String?
+        var firstHost = true
+        for (name, value) in headers {
+            if firstHost, isHost(name) {
+                firstHost = false
+                authority = value
+                continue
+            }
+            if let name = HTTPField.Name(name) {
+                fields.append(HTTPField(name: name, value: value))
+            }
+        }
+        return (authority, fields)
+    }
+
+    /// `host` in any case.
+    private static func isHost(_ name: String) -> Bool {
+        name.utf8.count == 4 && name.utf8.elementsEqual("host".utf8) { $0 | 0x20 == $1 }
     }
 }
 

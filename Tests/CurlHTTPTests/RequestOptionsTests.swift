@@ -21,6 +21,22 @@ struct RequestOptionsTests {
         #expect(off.verifyHost == 0)
     }
 
+    @Test("hosts are remembered per URL, a refused URL is refused every time, and a full memory starts over")
+    func validatedHosts() throws {
+        let hosts = ValidatedHosts(capacity: 2)
+        #expect(try hosts.host(of: "https://appleid.apple.com/auth/token") == "appleid.apple.com")
+        #expect(try hosts.host(of: "https://appleid.apple.com/auth/token") == "appleid.apple.com")
+        #expect(hosts.count == 1)
+        for _ in 0..<2 {
+            #expect(throws: HTTPClientError.invalidURL("ftp://x/")) { try hosts.host(of: "ftp://x/") }
+        }
+        #expect(hosts.count == 1)
+        #expect(try hosts.host(of: "http://127.0.0.1:8080/auth/keys") == "127.0.0.1")
+        #expect(hosts.count == 2)
+        #expect(try hosts.host(of: "http://[::1]:9/x") == "[::1]")
+        #expect(hosts.count == 1)
+    }
+
     @Test("the documented defaults")
     func defaults() {
         let configuration = CurlHTTPClient.Configuration()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 internal import CCurl
 
 /// Everything a transfer sets on its easy handle, worked out from a request and the
@@ -25,7 +26,7 @@ struct TransferOptions: Sendable, Equatable {
 
     init(request: HTTPClientRequest, configuration: CurlHTTPClient.Configuration) throws(HTTPClientError) {
         url = request.url
-        host = try Self.validatedHost(of: request.url)
+        host = try Self.hosts.host(of: request.url)
         method = request.method
         // libcurl sends `Expect: 100-continue` for larger bodies and then waits up to a
         // second for an interim response that many servers never send; an empty
@@ -52,6 +53,10 @@ struct TransferOptions: Sendable, Equatable {
         let configured = environment["no_proxy"] ?? environment["NO_PROXY"] ?? ""
         return ([configured, "localhost,127.0.0.1,::1"].filter { !$0.isEmpty }).joined(separator: ",")
     }()
+
+    /// The hosts of the URLs requested lately. A client calls a handful of URLs (Apple's token,
+    /// keys and revoke endpoints) over and over; each was parsed by libcurl once.
+    static let hosts = ValidatedHosts(capacity: 64)
 
     /// Parses `url` with libcurl's own URL parser, so what we accept is what it will fetch.
     static func validatedHost(of url: String) throws(HTTPClientError) -> String {
@@ -88,6 +93,30 @@ struct TransferOptions: Sendable, Equatable {
         // `Name:` with nothing after it tells libcurl to remove the header; `Name;` sends it empty.
         return value.isEmpty ? "\(header.name);" : "\(header.name): \(value)"
     }
+}
+
+/// URL → host, for URLs `TransferOptions.validatedHost(of:)` accepted (a refused one is parsed
+/// again each time, and throws each time). Emptied when full, so a stream of distinct URLs costs
+/// no more than parsing every one.
+final class ValidatedHosts: Sendable {
+    private let capacity: Int
+    private let known = Mutex<[String: String]>([:])
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    func host(of url: String) throws(HTTPClientError) -> String {
+        if let host = known.withLock({ $0[url] }) { return host }
+        let host = try TransferOptions.validatedHost(of: url)
+        known.withLock { known in
+            if known.count >= capacity { known.removeAll(keepingCapacity: true) }
+            known[url] = host
+        }
+        return host
+    }
+
+    var count: Int { known.withLock(\.count) }
 }
 
 extension Duration {
