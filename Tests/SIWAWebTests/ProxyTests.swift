@@ -42,6 +42,23 @@ struct TrustedProxiesTests {
         #expect(viaBytes.client == viaText.client && viaBytes.viaTrustedProxy && viaText.viaTrustedProxy)
     }
 
+    @Test("10,000 random ranges and addresses: contained exactly when the address masked to the prefix is the base")
+    func rangesAgreeWithMasking() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10_000 {
+            let width = Bool.random(using: &generator) ? 4 : 16
+            let base = IPAddress(bytes: (0..<width).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let prefix = Int.random(in: 0...(width * 8), using: &generator)
+            // Near the base most of the time (one byte changed), so both answers occur.
+            var near = base.bytes
+            near[Int.random(in: 0..<width, using: &generator)] ^= UInt8(1) << UInt8.random(in: 0...7, using: &generator)
+            let network = try #require(IPNetwork("\(base)/\(prefix)"))
+            for address in [base, IPAddress(bytes: near)] {
+                #expect(network.contains(address) == (address.masked(toPrefix: prefix) == network.base), "\(network) \(address)")
+            }
+        }
+    }
+
     @Test("CIDR ranges contain exactly their addresses")
     func ranges() throws {
         let ten = try #require(IPNetwork("10.0.0.0/8"))

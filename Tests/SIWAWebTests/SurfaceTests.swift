@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JOSE
@@ -25,6 +26,22 @@ struct SurfaceTests {
             }
             let notFound = try await browser.get("/no-such-page")
             #expect(notFound.status == .notFound && notFound.page == "error")
+        }
+    }
+
+    @Test("security headers replace a value a route set, once each; HSTS only over https")
+    func securityHeadersReplace() {
+        for hsts in [true, false] {
+            var response = Response(status: .ok, headers: [.contentSecurityPolicy: "default-src *", SecurityHeaders.frameOptions: "ALLOW"])
+            response.headers.append(HTTPField(name: SecurityHeaders.frameOptions, value: "SAMEORIGIN"))
+            SecurityHeaders(appleOrigin: "https://appleid.apple.com", hsts: hsts).apply(to: &response)
+            #expect(response.headers[values: .contentSecurityPolicy].count == 1)
+            #expect(response.headers[.contentSecurityPolicy]?.contains("form-action 'self' https://appleid.apple.com") == true)
+            #expect(response.headers[values: SecurityHeaders.frameOptions] == ["DENY"])
+            #expect(response.headers[values: .xContentTypeOptions] == ["nosniff"])
+            #expect(response.headers[values: SecurityHeaders.referrerPolicy] == ["no-referrer"])
+            #expect(response.headers[values: SecurityHeaders.openerPolicy] == ["same-origin"])
+            #expect(response.headers[values: .strictTransportSecurity] == (hsts ? ["max-age=63072000; includeSubDomains"] : []))
         }
     }
 

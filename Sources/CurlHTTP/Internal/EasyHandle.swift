@@ -140,6 +140,7 @@ final class EasyHandle {
         } else if let first = line.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") {
             if !headers.isEmpty { headers[headers.count - 1].value += " " + Self.trimmed(line[...]) }
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            if headers.capacity == 0 { headers.reserveCapacity(16) }  // a typical answer's fields, in one allocation
             headers.append(HTTPHeader(String(decoding: line[..<colon], as: UTF8.self), Self.trimmed(line[(colon + 1)...])))
         }
     }

@@ -24,18 +24,29 @@ struct SecurityHeaders: Sendable {
             "frame-ancestors 'none'", "base-uri 'none'",
         ].joined(separator: "; ")
         self.hsts = hsts
+        var fields = [
+            HTTPField(name: .contentSecurityPolicy, value: contentSecurityPolicy),
+            HTTPField(name: .xContentTypeOptions, value: "nosniff"),
+            HTTPField(name: Self.referrerPolicy, value: "no-referrer"),
+            HTTPField(name: Self.frameOptions, value: "DENY"),
+            HTTPField(name: Self.openerPolicy, value: "same-origin"),
+        ]
+        if hsts { fields.append(HTTPField(name: .strictTransportSecurity, value: "max-age=63072000; includeSubDomains")) }
+        self.fields = fields
     }
+
+    /// The fields every response gets, made (and their values checked) once.
+    private let fields: [HTTPField]
 
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
     static let frameOptions = HTTPField.Name("X-Frame-Options")!
     static let openerPolicy = HTTPField.Name("Cross-Origin-Opener-Policy")!
 
+    /// Sets each field, replacing a value the route gave it.
     func apply(to response: inout Response) {
-        response.headers[.contentSecurityPolicy] = contentSecurityPolicy
-        response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[Self.referrerPolicy] = "no-referrer"
-        response.headers[Self.frameOptions] = "DENY"
-        response.headers[Self.openerPolicy] = "same-origin"
-        if hsts { response.headers[.strictTransportSecurity] = "max-age=63072000; includeSubDomains" }
+        for field in fields {
+            if response.headers[field.name] != nil { response.headers[field.name] = nil }
+            response.headers.append(field)
+        }
     }
 }

@@ -135,8 +135,18 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
         prefixLength = length
     }
 
+    /// Whether `address` lies in the range: its first `prefixLength` bits are the base's (compared in
+    /// place, byte by byte; asked for every request, so no masked copy is made).
     public func contains(_ address: IPAddress) -> Bool {
-        address.bytes.count == base.bytes.count && address.masked(toPrefix: prefixLength) == base
+        let (bytes, baseBytes) = (address.bytes, base.bytes)
+        guard bytes.count == baseBytes.count else { return false }
+        for index in bytes.indices {
+            let bitsBefore = index * 8
+            guard bitsBefore < prefixLength else { return true }
+            let mask: UInt8 = prefixLength - bitsBefore >= 8 ? 0xFF : UInt8(truncatingIfNeeded: 0xFF << (8 - (prefixLength - bitsBefore)))
+            if bytes[index] & mask != baseBytes[index] { return false }
+        }
+        return true
     }
 
     public var description: String { "\(base)/\(prefixLength)" }
