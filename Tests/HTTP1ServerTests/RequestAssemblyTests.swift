@@ -92,13 +92,19 @@ struct RequestAssemblyTests {
         #expect(assembly.state == .idle)
     }
 
+    /// A connection answering `first`, with `second` already pipelined behind it.
+    static func answering(_ first: HTTPRequestHead, pipelined second: HTTPRequestHead) -> RequestAssembly {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(first)
+        _ = assembly.receivedEnd()
+        _ = assembly.receivedHead(second)
+        _ = assembly.receivedEnd()
+        return assembly
+    }
+
     @Test("a request pipelined behind one that closes the connection is never answered")
     func nothingHeldBehindClose() {
-        var assembly = RequestAssembly(bodyLimit: 8)
-        _ = assembly.receivedHead(Self.closing)
-        _ = assembly.receivedEnd()
-        _ = assembly.receivedHead(Self.second)
-        _ = assembly.receivedEnd()
+        var assembly = Self.answering(Self.closing, pipelined: Self.second)
         #expect(!assembly.holdsReads)
         #expect(assembly.responseWritten() == .closeAfterWrite)
         #expect(assembly.nextHeld() == .none)
@@ -106,11 +112,7 @@ struct RequestAssemblyTests {
 
     @Test("a half-close after pipelined requests: each is answered, then the connection closes")
     func halfCloseAfterPipelined() {
-        var assembly = RequestAssembly(bodyLimit: 8)
-        _ = assembly.receivedHead(Self.keepAlive)
-        _ = assembly.receivedEnd()
-        _ = assembly.receivedHead(Self.second)
-        _ = assembly.receivedEnd()
+        var assembly = Self.answering(Self.keepAlive, pipelined: Self.second)
         #expect(assembly.peerFinished() == .none)
         #expect(assembly.responseWritten() == .keepAlive)
         #expect(assembly.nextHeld() == .dispatch(head: Self.second, body: nil, overLimit: false))
@@ -121,11 +123,7 @@ struct RequestAssemblyTests {
 
     @Test("bytes that break the protocol drop what was pipelined; the answer under way is finished, then close")
     func failureDropsHeld() {
-        var assembly = RequestAssembly(bodyLimit: 8)
-        _ = assembly.receivedHead(Self.keepAlive)
-        _ = assembly.receivedEnd()
-        _ = assembly.receivedHead(Self.second)
-        _ = assembly.receivedEnd()
+        var assembly = Self.answering(Self.keepAlive, pipelined: Self.second)
         #expect(assembly.failed() == .none)
         #expect(!assembly.holdsReads)
         #expect(assembly.responseWritten() == .closeAfterWrite)
@@ -140,11 +138,7 @@ struct RequestAssemblyTests {
         #expect(idle.quiesce() == .close)
         #expect(idle.state == .closed)
 
-        var responding = RequestAssembly(bodyLimit: 8)
-        _ = responding.receivedHead(Self.keepAlive)
-        _ = responding.receivedEnd()
-        _ = responding.receivedHead(Self.second)
-        _ = responding.receivedEnd()
+        var responding = Self.answering(Self.keepAlive, pipelined: Self.second)
         #expect(responding.quiesce() == .none)
         #expect(!responding.holdsReads)  // the pipelined request is dropped
         #expect(responding.responseWritten() == .closeAfterWrite)
