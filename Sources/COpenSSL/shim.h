@@ -84,9 +84,9 @@ static inline EVP_MAC_CTX *siwa_hmac_sha256_keyed(const unsigned char *key, size
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
         OSSL_PARAM_construct_end(),
     };
-    /* An empty key is a valid HMAC key; OpenSSL wants a pointer all the same. */
-    static const unsigned char no_key = 0;
-    if (EVP_MAC_init(context, key_length > 0 ? key : &no_key, key_length, params) != 1) {
+    /* An empty key is a valid HMAC key; OpenSSL wants a pointer all the same (the Swift side's
+       OpenSSL.withBytes passes one for an empty array). */
+    if (EVP_MAC_init(context, key, key_length, params) != 1) {
         EVP_MAC_CTX_free(context);
         return NULL;
     }

@@ -67,8 +67,7 @@ extension HMACSHA256 {
         private let template: OpaquePointer
 
         public init(_ key: some Collection<UInt8>) {
-            let bytes = Array(key)
-            let template = bytes.withUnsafeBufferPointer { siwa_hmac_sha256_keyed($0.baseAddress, $0.count) }
+            let template = OpenSSL.withBytes(Array(key)) { pointer, count in siwa_hmac_sha256_keyed(pointer, count) }
             // Only a broken library refuses a key (HMAC takes any length, empty included).
             guard let template else { preconditionFailure("OpenSSL HMAC-SHA256 key setup failed: \(OpenSSL.drainErrors())") }
             self.template = template

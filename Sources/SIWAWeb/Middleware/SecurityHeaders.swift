@@ -5,8 +5,8 @@ import Hummingbird
 /// framing, no referrer (callback URLs and states stay private), no MIME sniffing, HSTS over https.
 /// (``SiteMiddleware`` sets them.)
 struct SecurityHeaders: Sendable {
-    let contentSecurityPolicy: String
-    let hsts: Bool
+    /// The fields every response gets, made (and their values checked) once.
+    private let fields: [HTTPField]
 
     init(appleOrigin: String, hsts: Bool, returnTargets: ReturnTarget.Policy? = nil) {
         // form-action allows Apple's origin too: Chromium applies form-action to redirects after a
@@ -18,12 +18,11 @@ struct SecurityHeaders: Sendable {
             formTargets += policy.allowedHosts.exact.sorted().map { $0 + ":*" }
             formTargets += policy.allowedHosts.domains.flatMap { [$0 + ":*", "*." + $0 + ":*"] }
         }
-        self.contentSecurityPolicy = [
+        let contentSecurityPolicy = [
             "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
             "font-src 'self'", "connect-src 'self'", "form-action " + formTargets.joined(separator: " "),
             "frame-ancestors 'none'", "base-uri 'none'",
         ].joined(separator: "; ")
-        self.hsts = hsts
         var fields = [
             HTTPField(name: .contentSecurityPolicy, value: contentSecurityPolicy),
             HTTPField(name: .xContentTypeOptions, value: "nosniff"),
@@ -34,9 +33,6 @@ struct SecurityHeaders: Sendable {
         if hsts { fields.append(HTTPField(name: .strictTransportSecurity, value: "max-age=63072000; includeSubDomains")) }
         self.fields = fields
     }
-
-    /// The fields every response gets, made (and their values checked) once.
-    private let fields: [HTTPField]
 
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
     static let frameOptions = HTTPField.Name("X-Frame-Options")!

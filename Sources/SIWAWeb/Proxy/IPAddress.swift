@@ -98,16 +98,15 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// The first `length` bits kept, the rest zero.
     func masked(toPrefix length: Int) -> IPAddress {
-        var result = bytes
-        for index in 0..<result.count {
-            let bitsBefore = index * 8
-            if bitsBefore >= length {
-                result[index] = 0
-            } else if length - bitsBefore < 8 {
-                result[index] &= UInt8(truncatingIfNeeded: 0xFF << (8 - (length - bitsBefore)))
-            }
-        }
-        return IPAddress(bytes: result)
+        IPAddress(bytes: bytes.indices.map { bytes[$0] & Self.prefixMask(ofByte: $0, prefixLength: length) })
+    }
+
+    /// The bits of byte `index` that lie within the first `prefixLength` bits of an address.
+    static func prefixMask(ofByte index: Int, prefixLength: Int) -> UInt8 {
+        let bitsInPrefix = prefixLength - index * 8
+        if bitsInPrefix <= 0 { return 0 }
+        if bitsInPrefix >= 8 { return 0xFF }
+        return UInt8(truncatingIfNeeded: 0xFF << (8 - bitsInPrefix))
     }
 }
 
@@ -140,13 +139,7 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
     public func contains(_ address: IPAddress) -> Bool {
         let (bytes, baseBytes) = (address.bytes, base.bytes)
         guard bytes.count == baseBytes.count else { return false }
-        for index in bytes.indices {
-            let bitsBefore = index * 8
-            guard bitsBefore < prefixLength else { return true }
-            let mask: UInt8 = prefixLength - bitsBefore >= 8 ? 0xFF : UInt8(truncatingIfNeeded: 0xFF << (8 - (prefixLength - bitsBefore)))
-            if bytes[index] & mask != baseBytes[index] { return false }
-        }
-        return true
+        return bytes.indices.allSatisfy { bytes[$0] & IPAddress.prefixMask(ofByte: $0, prefixLength: prefixLength) == baseBytes[$0] }
     }
 
     public var description: String { "\(base)/\(prefixLength)" }
