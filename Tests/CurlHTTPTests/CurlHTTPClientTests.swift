@@ -209,6 +209,20 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test("the network thread carries its name, as top -H, perf and /proc show it")
+    func networkThreadName() async throws {
+        try await TestServer.with { server in
+            try await withClient { client in
+                let response = try await client.execute(HTTPClientRequest(url: server.url("/delay/1")))
+                #expect(response.status == 200)
+                let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+                let names = tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+                    .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                #expect(names.contains(CurlMultiLoop.threadName), "threads: \(names)")
+            }
+        }
+    }
+
     @Test("a request timeout fires near the configured time")
     func requestTimeout() async throws {
         try await TestServer.with { server in

@@ -74,9 +74,17 @@ final class CurlMultiLoop: @unchecked Sendable {
         events.deallocate()
     }
 
+    /// The network thread's name, as `/proc/PID/task/TID/comm` shows it.
+    static let threadName = "siwa-curl"
+
     func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "siwa-curl"
+        let thread = Thread { [self] in
+            // Named from inside: on Linux, Foundation passes a name to the kernel only for the current
+            // thread; set before `start()` it stayed Foundation's, and `top -H`, `perf` and /proc showed
+            // the name of whichever event loop created the thread.
+            Thread.current.name = Self.threadName
+            run()
+        }
         thread.start()
     }
 
