@@ -13,8 +13,8 @@ struct SIWACommand: AsyncParsableCommand {
         defaultSubcommand: ServeCommand.self
     )
 
-    /// The command line is parsed (synchronously: no task has been enqueued yet), then, for a command that
-    /// serves HTTP, NIO's event loops become Swift Concurrency's global executor, so a request's handler runs
+    /// The command line is parsed (synchronously: no task has been enqueued yet), then, for every command but
+    /// a load test against a separate server (``usesEventLoopExecutor(_:)``), NIO's event loops become Swift Concurrency's global executor, so a request's handler runs
     /// on the event loop its connection lives on instead of crossing to the cooperative pool and back for
     /// every read and write (profiled: 38 % of the server's CPU was the kernel switching between those
     /// threads); jobs run there as generic work (see ``EventLoopExecutor``), NIO's own installer is the
@@ -42,10 +42,10 @@ struct SIWACommand: AsyncParsableCommand {
 
     /// Every command but a load test against a separate `siwa serve`: that process holds only the load
     /// generator and the emulator, which are not what is measured. On the event loops their work stayed on
-    /// the loop it started on and the process never used more than one core (0.98–0.99 at 512 browsers);
+    /// the loop it started on and the process never used more than one core (0.98–1.04 at 512 browsers);
     /// each wave of sign-ins then held the emulator's endpoints up (probed with curl: `/auth/keys` answered
-    /// in ~0.8 ms, but every ~0.8 s in ~600 ms), which set the callback p99. On Swift's cooperative pool
-    /// they use 1.1 cores, the stalls are ~400 ms and the p99 ~550 ms. `--in-process` keeps the event
+    /// in ~0.8 ms, but every ~0.8 s in 580–690 ms), which set the callback p99. On Swift's cooperative
+    /// pool they use 1.1–1.2 cores, the stalls are 80–510 ms and the p99 552–655 ms (README, Performance). `--in-process` keeps the event
     /// loops: the app runs in that process.
     static func usesEventLoopExecutor(_ command: any ParsableCommand) -> Bool {
         guard let loadTest = command as? LoadTestCommand else { return true }
