@@ -200,6 +200,19 @@ struct RequestAssembly {
         }
     }
 
+    /// Whether the connection stays after the response under way (the request asked for it, and
+    /// neither the peer, a failure nor shutting down has ended that).
+    var keepsConnection: Bool {
+        state == .responding(keepAlive: true)
+    }
+
+    /// The response under way ends the connection (it says `Connection: close`, or only closing can
+    /// end its body): nothing pipelined behind it is answered.
+    mutating func closeAfterResponse() {
+        held = []
+        if case .responding = state { state = .responding(keepAlive: false) }
+    }
+
     /// Whether a response may still be written (the connection is answering a request).
     var isResponding: Bool {
         if case .responding = state { return true }

@@ -117,14 +117,13 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     // MARK: Answering
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer?, overLimit: Bool, context: ChannelHandlerContext) {
-        encoder = ResponseEncoder(answersHEAD: head.method == .HEAD)
+        encoder = ResponseEncoder(answersHEAD: head.method == .HEAD, answersHTTP10: head.version == .http1_0)
         let request: HTTPRequest
         do {
             request = try RequestHeadConversion.request(from: head)
         } catch {
             // A head NIO parsed but HTTP's field rules refuse (a method or path it cannot carry).
             var response = HTTPResponse(status: .badRequest)
-            response.headerFields[.connection] = "close"
             response.headerFields[.contentLength] = "0"
             response.headerFields[.date] = dates.current
             _ = assembly.failed()
@@ -151,7 +150,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         let bodyBytes = body?.readableBytes ?? 0
         var buffer = context.channel.allocator.buffer(capacity: 1024 + min(bodyBytes, Self.copiedBodyLimit))
         if let head {
-            encoder.appendHead(head, to: &buffer)
+            encoder.appendHead(head, keepAlive: assembly.keepsConnection, to: &buffer)
+            if encoder.closesConnection { assembly.closeAfterResponse() }
         }
         if let body, encoder.appendBodyPrefix(count: bodyBytes, to: &buffer) {
             if bodyBytes <= Self.copiedBodyLimit {

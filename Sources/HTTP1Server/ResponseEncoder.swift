@@ -6,6 +6,12 @@ import NIOCore
 /// `Transfer-Encoding`; a body with a `Content-Length` is sent as it is; any other body is chunked.
 /// A response to `HEAD` keeps the head a `GET` would get and sends no body bytes. No I/O: the
 /// channel handler writes what it appends to a buffer, so the bytes are tested as plain values.
+///
+/// The `Connection` field says what happens to the connection (RFC 9112 §9.3, §9.6): `close` on a
+/// response after which it closes, `keep-alive` on one to an HTTP/1.0 request that stays open (an
+/// HTTP/1.0 client assumes the server closes unless told so, and waits for it: ApacheBench's `-k`
+/// hung on every answer). An HTTP/1.0 client cannot read chunks (§6.1), so a body of unknown length
+/// goes to it as it is and the connection's end delimits it.
 struct ResponseEncoder {
     enum Framing: Equatable {
         /// No body bytes follow the head (a status without a body, or a `HEAD` request).
@@ -14,21 +20,33 @@ struct ResponseEncoder {
         case contentLength
         /// `Transfer-Encoding: chunked`: each part as a chunk, then `0`, the trailers and an empty line.
         case chunked
+        /// The body's bytes as they are, ended by closing the connection (an HTTP/1.0 request).
+        case untilClose
     }
 
     /// The request being answered was `HEAD`.
     let answersHEAD: Bool
+    /// The request being answered was HTTP/1.0 (it knows no chunks, and keeps a connection only when
+    /// the response says so).
+    let answersHTTP10: Bool
     /// Set by `appendHead`.
     private(set) var framing: Framing = .none
+    /// Set by `appendHead`: the connection closes after this response (the caller asked for it, the
+    /// response names `close`, or only closing can end its body).
+    private(set) var closesConnection = false
 
-    init(answersHEAD: Bool) {
+    init(answersHEAD: Bool, answersHTTP10: Bool = false) {
         self.answersHEAD = answersHEAD
+        self.answersHTTP10 = answersHTTP10
     }
 
-    /// The status line and the fields, the framing fields corrected.
-    mutating func appendHead(_ response: HTTPResponse, to buffer: inout ByteBuffer) {
+    /// The status line and the fields, the framing and `Connection` fields corrected. `keepAlive`:
+    /// the connection may stay after this response (the request asked for it and the server is not
+    /// shutting down).
+    mutating func appendHead(_ response: HTTPResponse, keepAlive: Bool = true, to buffer: inout ByteBuffer) {
         var fields = response.headerFields
         let code = response.status.code
+        closesConnection = !keepAlive || Self.namesClose(fields)
         if code < 200 || code == 204 || code == 304 {
             fields[.contentLength] = nil
             fields[.transferEncoding] = nil
@@ -36,9 +54,18 @@ struct ResponseEncoder {
         } else if fields[.contentLength] != nil {
             fields[.transferEncoding] = nil
             framing = answersHEAD ? .none : .contentLength
+        } else if answersHTTP10 {
+            fields[.transferEncoding] = nil
+            framing = answersHEAD ? .none : .untilClose
+            closesConnection = true
         } else {
             fields[.transferEncoding] = "chunked"
             framing = answersHEAD ? .none : .chunked
+        }
+        if closesConnection {
+            fields[.connection] = "close"
+        } else if answersHTTP10 {
+            fields[.connection] = "keep-alive"
         }
         buffer.writeStaticString("HTTP/1.1 ")
         buffer.writeString(String(code))
@@ -55,7 +82,7 @@ struct ResponseEncoder {
         switch framing {
         case .none:
             return false
-        case .contentLength:
+        case .contentLength, .untilClose:
             return count > 0
         case .chunked:
             guard count > 0 else { return false }
@@ -80,6 +107,14 @@ struct ResponseEncoder {
             Self.appendFields(trailers, to: &buffer)
         }
         buffer.writeStaticString("\r\n")
+    }
+
+    /// Whether a `Connection` field lists the `close` option (a comma-separated list, case-insensitive).
+    private static func namesClose(_ fields: HTTPFields) -> Bool {
+        fields[values: .connection].contains { value in
+            // A token holds no whitespace, so dropping all of it leaves the option's name.
+            value.split(separator: ",").contains { $0.filter { $0 != " " && $0 != "\t" }.lowercased() == "close" }
+        }
     }
 
     /// `name: value` lines. HTTP types has already refused names and values HTTP cannot carry.

@@ -121,6 +121,23 @@ struct RequestAssemblyTests {
         #expect(assembly.state == .closed)
     }
 
+    @Test("a response that ends the connection: it says so before it is written, and what was pipelined behind it is dropped")
+    func responseEndsConnection() {
+        var assembly = Self.answering(Self.keepAlive, pipelined: Self.second)
+        #expect(assembly.keepsConnection)
+        assembly.closeAfterResponse()
+        #expect(!assembly.keepsConnection)
+        #expect(!assembly.holdsReads)
+        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.nextHeld() == .none)
+
+        let closing = Self.answering(Self.closing, pipelined: Self.second)
+        #expect(!closing.keepsConnection)
+        var idle = RequestAssembly(bodyLimit: 8)
+        idle.closeAfterResponse()
+        #expect(idle.state == .idle)
+    }
+
     @Test("bytes that break the protocol drop what was pipelined; the answer under way is finished, then close")
     func failureDropsHeld() {
         var assembly = Self.answering(Self.keepAlive, pipelined: Self.second)

@@ -6,10 +6,11 @@ import Testing
 @Suite("ResponseEncoder: a response's bytes and framing, with plain values")
 struct ResponseEncoderTests {
     /// Everything one response puts on the wire: head, each part, end.
-    static func wire(_ response: HTTPResponse, parts: [String], trailers: HTTPFields? = nil, answersHEAD: Bool = false) -> String {
-        var encoder = ResponseEncoder(answersHEAD: answersHEAD)
+    static func wire(_ response: HTTPResponse, parts: [String], trailers: HTTPFields? = nil, answersHEAD: Bool = false,
+                     answersHTTP10: Bool = false, keepAlive: Bool = true) -> String {
+        var encoder = ResponseEncoder(answersHEAD: answersHEAD, answersHTTP10: answersHTTP10)
         var buffer = ByteBuffer()
-        encoder.appendHead(response, to: &buffer)
+        encoder.appendHead(response, keepAlive: keepAlive, to: &buffer)
         for part in parts where encoder.appendBodyPrefix(count: part.utf8.count, to: &buffer) {
             buffer.writeString(part)
             encoder.appendBodySuffix(to: &buffer)
@@ -62,5 +63,49 @@ struct ResponseEncoderTests {
     func redirect() {
         #expect(Self.wire(Self.response(.seeOther, [.location: "/account", .contentLength: "0"]), parts: [])
                 == "HTTP/1.1 303 See Other\r\nLocation: /account\r\nContent-Length: 0\r\n\r\n")
+    }
+
+    @Test("the Connection field: none on HTTP/1.1 that stays open, close when the connection ends, keep-alive to HTTP/1.0 that stays")
+    func connectionField() {
+        #expect(Self.wire(Self.response(.ok, [.contentLength: "2"]), parts: ["ok"])
+                == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(Self.wire(Self.response(.ok, [.contentLength: "2"]), parts: ["ok"], keepAlive: false)
+                == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        #expect(Self.wire(Self.response(.ok, [.contentLength: "2"]), parts: ["ok"], answersHTTP10: true)
+                == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
+        #expect(Self.wire(Self.response(.ok, [.contentLength: "2"]), parts: ["ok"], answersHTTP10: true, keepAlive: false)
+                == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    }
+
+    @Test("a response that names close ends the connection, whatever the request asked", arguments: ["close", "Keep-Alive, CLOSE", "upgrade,close "])
+    func responseNamesClose(value: String) {
+        var encoder = ResponseEncoder(answersHEAD: false)
+        var buffer = ByteBuffer()
+        encoder.appendHead(Self.response(.ok, [.connection: value, .contentLength: "0"]), keepAlive: true, to: &buffer)
+        #expect(encoder.closesConnection)
+        #expect(String(buffer: buffer) == "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+    }
+
+    @Test("a Connection field without close leaves the connection open")
+    func responseKeepsConnection() {
+        var encoder = ResponseEncoder(answersHEAD: false)
+        var buffer = ByteBuffer()
+        encoder.appendHead(Self.response(.ok, [.connection: "keep-alive, closed-ish", .contentLength: "0"]), keepAlive: true, to: &buffer)
+        #expect(!encoder.closesConnection)
+    }
+
+    @Test("HTTP/1.0 and no Content-Length: no chunks, the parts as they are, ended by closing")
+    func http10UnknownLength() {
+        var encoder = ResponseEncoder(answersHEAD: false, answersHTTP10: true)
+        var buffer = ByteBuffer()
+        encoder.appendHead(Self.response(.ok, [.transferEncoding: "chunked"]), keepAlive: true, to: &buffer)
+        #expect(encoder.framing == .untilClose)
+        #expect(encoder.closesConnection)
+        for part in ["he", "", "llo"] where encoder.appendBodyPrefix(count: part.utf8.count, to: &buffer) {
+            buffer.writeString(part)
+            encoder.appendBodySuffix(to: &buffer)
+        }
+        encoder.appendEnd(trailers: [HTTPField.Name("X-Sum")!: "1"], to: &buffer)
+        #expect(String(buffer: buffer) == "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello")
     }
 }

@@ -93,8 +93,34 @@ struct TaskPerRequestServerTests {
     func closesWhenAsked(request: String) async throws {
         try await Self.withConnection { connection in
             try await connection.send(request)
-            #expect(try await connection.readResponse().body == "hello")
+            let response = try await connection.readResponse()
+            #expect(response.body == "hello")
+            #expect(response.headers["connection"] == "close")
             #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+
+    @Test("HTTP/1.0 with keep-alive: each answer says Connection: keep-alive (else the client waits for a close) and the connection goes on")
+    func http10KeepAlive() async throws {
+        try await Self.withConnection { connection in
+            for _ in 0..<2 {
+                try await connection.send("GET /hello HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+                let response = try await connection.readResponse()
+                #expect(response.body == "hello")
+                #expect(response.headers["connection"] == "keep-alive")
+            }
+        }
+    }
+
+    @Test("HTTP/1.0 and a body of unknown length: no chunks (an HTTP/1.0 client cannot read them), the bytes as they are, then the server closes")
+    func http10StreamedBody() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            let response = try await connection.readResponse(hasBody: false)
+            #expect(response.status == 200)
+            #expect(response.headers["transfer-encoding"] == nil)
+            #expect(response.headers["connection"] == "close")
+            #expect(String(decoding: try await connection.readToEnd(), as: UTF8.self) == "one,two,three")
         }
     }
 
