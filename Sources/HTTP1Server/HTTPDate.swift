@@ -6,8 +6,8 @@ import Darwin
 import NIOConcurrencyHelpers
 
 /// The `Date` response header (RFC 9110 §5.6.7, IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`),
-/// formatted once per second and shared by every connection.
-final class HTTPDateHeader: Sendable {
+/// formatted once per second and shared by every connection; and HTTP dates as Unix seconds, both ways.
+package final class HTTPDateHeader: Sendable {
     private let cache = NIOLockedValueBox<(second: Int, text: String)>((-1, ""))
     private let now: @Sendable () -> Int
 
@@ -32,7 +32,7 @@ final class HTTPDateHeader: Sendable {
 
     /// IMF-fixdate for a Unix time (proleptic Gregorian calendar, UTC; days from civil by Howard
     /// Hinnant's algorithm, which holds for any year).
-    static func format(unixSeconds: Int) -> String {
+    package static func format(unixSeconds: Int) -> String {
         let days = unixSeconds >= 0 ? unixSeconds / 86_400 : (unixSeconds - 86_399) / 86_400
         let secondOfDay = unixSeconds - days * 86_400
         let weekday = weekdays[((days % 7) + 7) % 7]
@@ -50,5 +50,47 @@ final class HTTPDateHeader: Sendable {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let hour = secondOfDay / 3600, minute = secondOfDay / 60 % 60, second = secondOfDay % 60
         return "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(hour)):\(two(minute)):\(two(second)) GMT"
+    }
+
+    /// Unix seconds for an HTTP date in any of the three forms a recipient must accept (RFC 9110
+    /// §5.6.7): IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`, RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`
+    /// (a two-digit year is 19xx from 70, else 20xx) and asctime `Sun Nov  6 08:49:37 1994`. Nil for
+    /// anything else, which a conditional request then ignores. The weekday is not checked.
+    package static func parse(_ text: String) -> Int? {
+        let parts = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "-" })
+        let day: Substring, month: Substring, year: Substring, time: Substring
+        if parts.count == 6, parts[5] == "GMT" {
+            (day, month, year, time) = (parts[1], parts[2], parts[3], parts[4])
+        } else if parts.count == 5 {
+            (month, day, time, year) = (parts[1], parts[2], parts[3], parts[4])
+        } else {
+            return nil
+        }
+        let clock = time.split(separator: ":", omittingEmptySubsequences: false)
+        guard day.count <= 2, year.count == 2 || year.count == 4, clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+              let dayNumber = digits(day), var yearNumber = digits(year),
+              let hour = digits(clock[0]), let minute = digits(clock[1]), let second = digits(clock[2]),
+              let monthIndex = months.firstIndex(where: { $0 == month }),
+              (1...31).contains(dayNumber), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        if year.count == 2 { yearNumber += yearNumber >= 70 ? 1900 : 2000 }
+        return daysFromCivil(year: yearNumber, month: monthIndex + 1, day: dayNumber) * 86_400 + hour * 3600 + minute * 60 + second
+    }
+
+    /// The number a run of ASCII digits spells; nil for anything else (`Int` alone takes a sign).
+    private static func digits(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(text)
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm, the inverse of
+    /// the one in `format`).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }

@@ -30,6 +30,37 @@ struct HTTPDateHeaderTests {
         }
     }
 
+    @Test("the three forms a recipient must accept", arguments: [
+        "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+    ])
+    func parsesEachForm(text: String) {
+        #expect(HTTPDateHeader.parse(text) == 784_111_777)
+    }
+
+    @Test("two-digit years: 70 and later are 19xx, earlier 20xx")
+    func twoDigitYears() {
+        #expect(HTTPDateHeader.parse("Thursday, 01-Jan-70 00:00:00 GMT") == 0)
+        #expect(HTTPDateHeader.parse("Tuesday, 29-Feb-00 00:00:00 GMT") == 951_782_400)
+    }
+
+    @Test("not a date: nil", arguments: [
+        "", "yesterday", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 19945 08:49:37 GMT",
+        "Sun, +6 Nov 1994 08:49:37 GMT",
+    ])
+    func refuses(text: String) {
+        #expect(HTTPDateHeader.parse(text) == nil)
+    }
+
+    @Test("reads back what format writes, on 20,000 instants from 1970 to 2200")
+    func roundTrip() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let seconds = Int.random(in: 0...7_258_118_400, using: &generator)
+            #expect(HTTPDateHeader.parse(HTTPDateHeader.format(unixSeconds: seconds)) == seconds)
+        }
+    }
+
     @Test("the cached value follows the clock")
     func followsClock() {
         let clock = Mutex(784_111_777)

@@ -80,6 +80,13 @@ struct SurfaceTests {
             }
             let outside = try await browser.get("/css/../Package.swift")
             #expect(outside.status == .badRequest && outside.page == "error")
+            // Ranges (Hummingbird's FileMiddleware answered both wrongly: the first 101 bytes, and a negative length).
+            let favicon = try await browser.get("/favicon.svg").text
+            let tail = try await browser.get("/favicon.svg", headers: [.range: "bytes=-100"])
+            #expect(tail.status == .partialContent && tail.text == String(favicon.utf8.suffix(100))!)
+            let past = try await browser.get("/oauth2/static/favicon.svg", headers: [.range: "bytes=5000-"])
+            #expect(past.status == .rangeNotSatisfiable && past.page == "error")
+            #expect(past.headers[.contentRange] == "bytes */\(favicon.utf8.count)")
         }
     }
 

@@ -5,7 +5,8 @@ import Logging
 /// The files of `Public/` as routes: `GET` and `HEAD` for each entry at the folder's top
 /// (`/favicon.svg`, `/css/**`), at the site's root and again under `/oauth2/static/`, which pages use —
 /// behind the gateway only `/oauth2/` and `/auth/apple` reach siwa, and the app behind it owns every
-/// other path. Hummingbird's `FileMiddleware` serves them (types, ETags, ranges, `If-None-Match`).
+/// other path. The files there at start-up are answered from memory (``PublicFileSnapshot``); one
+/// added later, or larger than the snapshot keeps, by Hummingbird's `FileMiddleware`, without ranges.
 ///
 /// Routes rather than a middleware: a middleware sits in front of every request, and a file was
 /// served only after the router had failed with a thrown 404. The folder's top is listed at start-up;
@@ -24,6 +25,7 @@ enum PublicFiles {
                 _ = FileManager.default.fileExists(atPath: directory + "/" + entry, isDirectory: &isFolder)
                 return "/" + entry + (isFolder.boolValue ? "/**" : "")
             }
+        let snapshot = PublicFileSnapshot(directory: directory)
         for (prefix, files) in [
             ("", FileMiddleware<AppRequestContext, LocalFileSystem>(directory, searchForIndexHtml: false, logger: logger)),
             (gatewayPrefix, FileMiddleware(directory, urlBasePath: gatewayPrefix, searchForIndexHtml: false, logger: logger)),
@@ -31,8 +33,16 @@ enum PublicFiles {
             for path in paths.map({ prefix + $0 }) {
                 for method in [HTTPRequest.Method.get, .head] {
                     routes.on(RouterPath(path), method: method) { request, context in
+                        if let response = try snapshot.response(to: request, path: request.uri.path.dropFirst(prefix.count)) {
+                            return response
+                        }
+                        // Its ranges are not trusted (see PublicFileSnapshot): the whole file instead.
+                        var head = request.head
+                        head.headerFields[.range] = nil
                         // The middleware serves a file when what comes after it answers 404.
-                        try await files.handle(request, context: context) { _, _ in throw HTTPError(.notFound) }
+                        return try await files.handle(Request(head: head, body: request.body), context: context) { _, _ in
+                            throw HTTPError(.notFound)
+                        }
                     }
                 }
             }
