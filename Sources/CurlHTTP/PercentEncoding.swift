@@ -9,6 +9,12 @@ public enum PercentEncoding {
         guard !string.utf8.allSatisfy(isUnreserved) else { return string }
         var encoded: [UInt8] = []
         encoded.reserveCapacity(string.utf8.count * 3)
+        append(string, to: &encoded)
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// `string`'s bytes, encoded, after `encoded`'s.
+    private static func append(_ string: String, to encoded: inout [UInt8]) {
         for byte in string.utf8 {
             if isUnreserved(byte) {
                 encoded.append(byte)
@@ -18,7 +24,6 @@ public enum PercentEncoding {
                 encoded.append(hexDigit(byte & 0x0F))
             }
         }
-        return String(decoding: encoded, as: UTF8.self)
     }
 
     @inline(__always)
@@ -114,6 +119,16 @@ public enum PercentEncoding {
 
     /// `name=value&…` in the given order, names and values encoded (a form body or a URL query).
     public static func query(_ fields: [(String, String)]) -> String {
-        fields.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
+        // Into one buffer: a string per name, value and pair, then their join, cost the authorize URL
+        // 3.5 % of `GET /auth/apple`'s CPU (perf, ApacheBench at 16 clients).
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 64)
+        for (index, (name, value)) in fields.enumerated() {
+            if index > 0 { encoded.append(UInt8(ascii: "&")) }
+            append(name, to: &encoded)
+            encoded.append(UInt8(ascii: "="))
+            append(value, to: &encoded)
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 }

@@ -46,12 +46,12 @@ struct ResponseEncoder {
     mutating func appendHead(_ response: HTTPResponse, keepAlive: Bool = true, to buffer: inout ByteBuffer) {
         var fields = response.headerFields
         let code = response.status.code
-        closesConnection = !keepAlive || Self.namesClose(fields)
+        closesConnection = !keepAlive || (fields.contains(.connection) && Self.namesClose(fields))
         if code < 200 || code == 204 || code == 304 {
             fields[.contentLength] = nil
             fields[.transferEncoding] = nil
             framing = .none
-        } else if fields[.contentLength] != nil {
+        } else if fields.contains(.contentLength) {
             fields[.transferEncoding] = nil
             framing = answersHEAD ? .none : .contentLength
         } else if answersHTTP10 {

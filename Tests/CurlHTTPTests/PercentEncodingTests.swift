@@ -36,6 +36,20 @@ struct PercentEncodingTests {
         }
     }
 
+    @Test("queries: 10,000 random lists of pairs as Foundation encodes each name and value, joined by = and &")
+    func randomQueries() {
+        #expect(PercentEncoding.query([]) == "")
+        #expect(PercentEncoding.query([("", ""), ("a", "")]) == "=&a=")
+        let values = Self.randomStrings(of: ["a", "Z", " ", "&", "=", "é", "🍎", "%"], maximumPieces: 6)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10_000 {
+            let pairs = (0..<Int.random(in: 1...5, using: &generator)).map { _ in
+                (values.randomElement(using: &generator)!, values.randomElement(using: &generator)!)
+            }
+            #expect(PercentEncoding.query(pairs) == pairs.map { Self.reference($0.0) + "=" + Self.reference($0.1) }.joined(separator: "&"))
+        }
+    }
+
     // MARK: - Reading forms
 
     @Test("fixed cases: order and repeats kept, + is a space, a missing = is an empty value, empty parts skipped")
