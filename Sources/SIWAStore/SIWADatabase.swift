@@ -175,20 +175,29 @@ public final class SIWADatabase: Sendable {
         }
     }
 
-    /// Runs `body`, which writes, on one pooled connection without an explicit transaction (each statement
-    /// commits on its own). On SQLite it waits its turn at the ``WriteGate`` first.
+    /// Runs `body`, which writes. On PostgreSQL on one pooled connection without an explicit transaction
+    /// (each statement commits on its own); on SQLite like ``transaction(_:)``.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        guard let writeGate else { return try await withSQL(body) }
-        return try await writeGate.run { try await onConnection(forWrites: true, body) }
+        if case .sqlite(let pool, _) = backend { return try await grouped(pool, body) }
+        return try await withSQL(body)
     }
 
-    /// Runs `body` in one transaction on one connection: committed when it returns, rolled back when it throws.
-    /// SQLite transactions start IMMEDIATE so that the write lock is taken before any read, instead of failing
-    /// on a read-to-write upgrade; they wait their turn at the ``WriteGate`` first, so that within this
-    /// process the lock is always free when asked for.
+    /// Runs `body` as one transaction: committed when it returns, rolled back when it throws. On SQLite it
+    /// waits its turn at the ``WriteGate`` and runs as one write of a group that commits together (see
+    /// `SQLitePool.batchedWrite`: in a savepoint of its own, inside a transaction begun IMMEDIATE so that the
+    /// write lock is taken before any read); it returns once its group has committed.
     func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        guard let writeGate else { return try await unguardedTransaction(body) }
-        return try await writeGate.run { try await unguardedTransaction(body) }
+        if case .sqlite(let pool, _) = backend { return try await grouped(pool, body) }
+        return try await unguardedTransaction(body)
+    }
+
+    private func grouped<R: Sendable>(_ pool: SQLitePool, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
+        do {
+            return try await pool.batchedWrite { try await body($0) }
+        } catch {
+            throw Self.map(error)
+        }
     }
 
     private func unguardedTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {

@@ -13,6 +13,9 @@ import Synchronization
 final class WriteGate: Sendable {
     private struct State {
         var held = false
+        /// A write transaction is open on the writer between its holders (group commit, see
+        /// `SQLitePool.batchedWrite`): the writer's connection is not for reading then.
+        var transactionOpen = false
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Index of the next waiter to wake; the array is compacted when it is drained.
         var head = 0
@@ -30,17 +33,23 @@ final class WriteGate: Sendable {
         return try await body()
     }
 
-    /// Runs `body` holding the gate if it is free right now; nil (and `body` not run) when it is held.
+    /// Runs `body` holding the gate if it is free right now and no write transaction is open; nil (and
+    /// `body` not run) otherwise. For reads on the writer's connection: it then has nothing uncommitted.
     func runIfFree<R: Sendable>(_ body: @Sendable () async throws -> R) async throws -> R? {
-        guard tryEnter() else { return nil }
+        guard tryEnter(forReading: true) else { return nil }
         defer { leave() }
         return try await body()
     }
 
+    /// Marks a write transaction open (or closed) across holders. Only the holder calls this.
+    func setTransactionOpen(_ open: Bool) {
+        state.withLock { $0.transactionOpen = open }
+    }
+
     /// Takes the gate if nobody holds it (then nobody waits either: waiters only queue behind a holder).
-    private func tryEnter() -> Bool {
+    private func tryEnter(forReading: Bool = false) -> Bool {
         state.withLock { state in
-            guard !state.held else { return false }
+            guard !state.held, !(forReading && state.transactionOpen) else { return false }
             state.held = true
             return true
         }

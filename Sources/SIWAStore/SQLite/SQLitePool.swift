@@ -13,7 +13,15 @@ final class SQLitePool: Sendable {
     let logger: Logger
     /// One writer at a time from this process (SIWADatabase's writes and the checkpointer's last step).
     let writeGate = WriteGate()
-    private let writer: SQLiteConnection
+    /// Used only by the write gate's holder.
+    let writer: SQLiteConnection
+    /// The writes of the group whose transaction is open on the writer (nil: none is open); see
+    /// `batchedWrite`. Touched only by the write gate's holder.
+    let openGroup = Mutex<[CommitTicket]?>(nil)
+    let groupPacing = Mutex(GroupPacing())
+    /// Groups committed, and the writes they held (tests and diagnostics).
+    let groupsCommitted = Atomic<Int>(0)
+    let writesCommitted = Atomic<Int>(0)
     private let readers: Mutex<Readers>
     private let maximumReaders: Int
     private let checkpointing: Mutex<Task<Void, Never>?>
@@ -208,6 +216,8 @@ final class SQLitePool: Sendable {
         }
         for connection in idle { connection.close() }
         for waiter in waiters { waiter.resume(throwing: StoreError.unavailable("the database pool is closed")) }
+        // A group's writes are committed before the writer closes.
+        await writeGate.runWithoutFailing { await endGroup(committing: true) }
         writer.close()
     }
 }
