@@ -175,10 +175,11 @@ public final class SIWADatabase: Sendable {
         }
     }
 
-    /// Runs `body`, which writes. On PostgreSQL on one pooled connection without an explicit transaction
-    /// (each statement commits on its own); on SQLite like ``transaction(_:)``.
+    /// Runs `body`, which writes, on one connection without an explicit transaction (each statement commits
+    /// on its own). On SQLite it waits its turn at the ``WriteGate``, and when it joins or starts a group
+    /// (see ``transaction(_:)``) it is one write of that group's transaction.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if case .sqlite(let pool, _) = backend { return try await grouped(pool, body) }
+        if case .sqlite(let pool, _) = backend { return try await grouped(pool, .statements, body) }
         return try await withSQL(body)
     }
 
@@ -187,14 +188,16 @@ public final class SIWADatabase: Sendable {
     /// `SQLitePool.batchedWrite`: in a savepoint of its own, inside a transaction begun IMMEDIATE so that the
     /// write lock is taken before any read); it returns once its group has committed.
     func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if case .sqlite(let pool, _) = backend { return try await grouped(pool, body) }
+        if case .sqlite(let pool, _) = backend { return try await grouped(pool, .transaction, body) }
         return try await unguardedTransaction(body)
     }
 
-    private func grouped<R: Sendable>(_ pool: SQLitePool, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+    private func grouped<R: Sendable>(
+        _ pool: SQLitePool, _ kind: SQLitePool.WriteKind, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
+    ) async throws -> R {
         if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
         do {
-            return try await pool.batchedWrite { try await body($0) }
+            return try await pool.batchedWrite(kind) { try await body($0) }
         } catch {
             throw Self.map(error)
         }

@@ -30,6 +30,7 @@ struct GroupCommitTests {
         then writes: [@Sendable (any SQLDatabase) async throws -> Void]
     ) async -> [Result<Void, any Error>] {
         let pool = try! Self.pool(db)
+        pool.groupPacing.withLock { $0 = GroupPacing(grouping: true) }  // as on a busy server
         let release = AsyncStream.makeStream(of: Void.self)
         let leader = Task { () -> Result<Void, any Error> in
             await outcome { try await db.write { sql in
@@ -143,6 +144,23 @@ struct GroupCommitTests {
         pacing.committed(writes: 1)
         let lone = pacing.waitsForOthers()
         #expect(!lone)
+    }
+
+    @Test("alone, a write runs as before: no group is opened for it")
+    func aloneNoGroup() async throws {
+        try await withDatabase(.sqlite) { test async throws in
+            let pool = try Self.pool(test.db)
+            pool.groupPacing.withLock { $0 = GroupPacing() }  // no group had company; the next sample is 8 writes away
+            let groups = pool.groupsCommitted.load(ordering: .relaxed)
+            try await test.db.write { sql in try await Self.insert("alone")(sql) }
+            _ = try await test.db.transaction { sql in try await Self.insert("alone-too")(sql) }
+            #expect(pool.groupsCommitted.load(ordering: .relaxed) == groups)
+            #expect(try await Self.count(test.db, "pending_authorizations") == 2)
+            await #expect(throws: Boom.self) {
+                try await test.db.transaction { sql in try await Self.insert("rolled-back")(sql); throw Boom() }
+            }
+            #expect(try await Self.count(test.db, "pending_authorizations") == 2)
+        }
     }
 
     @Test("while a group's transaction is open the writer's connection serves no reads")

@@ -22,12 +22,24 @@ import Synchronization
 /// before it closes the writer. The checkpointer's gated step needs no commit first: an open group has
 /// written no frame yet, and its commit waits behind that step.
 extension SQLitePool {
+    /// What a write is, for when it runs alone: statements that each commit on their own, or one
+    /// transaction.
+    enum WriteKind: Sendable {
+        case statements
+        case transaction
+    }
+
     /// Runs `body` on the writer as one write of a group (see above); returns after its group committed.
-    func batchedWrite<R: Sendable>(_ body: @Sendable (SQLiteSession) async throws -> R) async throws -> R {
+    /// A write that would lead a group which ``GroupPacing`` says will have no company runs alone, as
+    /// writes ran before group commit (`kind` says how).
+    func batchedWrite<R: Sendable>(_ kind: WriteKind, _ body: @Sendable (SQLiteSession) async throws -> R) async throws -> R {
         let session = SQLiteSession(connection: writer, logger: logger)
-        let (result, ticket, leads) = try await writeGate.run { () async throws -> (R, CommitTicket, Bool) in
+        let (result, ticket, leads) = try await writeGate.run { () async throws -> (R, CommitTicket?, Bool) in
             let leads = openGroup.withLock { $0 == nil }
             if leads {
+                guard groupPacing.withLock({ $0.waitsForOthers() }) else {
+                    return (try await Self.runAlone(kind, session, body), nil, true)
+                }
                 try await session.raw("BEGIN IMMEDIATE").run()
                 openGroup.withLock { $0 = [] }
                 writeGate.setTransactionOpen(true)
@@ -57,15 +69,30 @@ extension SQLitePool {
             openGroup.withLock { $0?.append(ticket) }
             return (result, ticket, leads)
         }
+        guard let ticket else { return result }  // ran alone: committed already
         if leads {
-            if groupPacing.withLock({ $0.waitsForOthers() }) {
-                // The writes that are ready now join; then the commit waits its turn like any writer.
-                await Self.letReadyTasksRun()
-            }
+            // The writes that are ready now join; then the commit waits its turn like any writer.
+            await Self.letReadyTasksRun()
             await writeGate.runWithoutFailing { await endGroup(committing: true) }
         }
         try await ticket.wait()
         return result
+    }
+
+    /// A write with the writer to itself: its statements as they are, or one transaction.
+    private static func runAlone<R: Sendable>(
+        _ kind: WriteKind, _ session: SQLiteSession, _ body: @Sendable (SQLiteSession) async throws -> R
+    ) async throws -> R {
+        guard kind == .transaction else { return try await body(session) }
+        try await session.raw("BEGIN IMMEDIATE").run()
+        do {
+            let result = try await body(session)
+            try await session.raw("COMMIT").run()
+            return result
+        } catch {
+            try? await session.raw("ROLLBACK").run()
+            throw error
+        }
     }
 
     /// Lets the tasks already queued on this event loop run first: this task goes on from the back of the
@@ -104,14 +131,20 @@ extension SQLitePool {
     }
 }
 
-/// Whether a group's first write lets the ready tasks run before its commit. On a server with one
-/// request at a time nobody joins, and that detour (two turns of the event loop's queue) only costs:
-/// the first write commits at once, unless this is one write in eight, which waits to see whether
-/// others come. Once a group had company, groups wait for others until one has none again.
+/// Whether a write that finds no group open starts one (and lets the ready tasks run before its commit)
+/// or runs alone, as writes ran before group commit. On a server with one request at a time nobody
+/// joins, and a group only costs (its `BEGIN`/`COMMIT` around single statements, two turns of the event
+/// loop's queue: +8 % CPU per `GET /auth/apple` with one client): such a write runs alone, unless it is
+/// one in eight, which starts a group to see whether others come. Once a group had company, every
+/// write starts one until a group has none again.
 struct GroupPacing {
     static let sampleEvery = 8
-    private var grouping = false
+    private var grouping: Bool
     private var sinceSample = 0
+
+    init(grouping: Bool = false) {
+        self.grouping = grouping
+    }
 
     mutating func waitsForOthers() -> Bool {
         sinceSample += 1
