@@ -115,7 +115,8 @@ extension SQLitePool {
         let session = SQLiteSession(connection: writer, logger: logger)
         let outcome: Result<Void, any Error>
         do {
-            guard committing else { throw CancellationError() }
+            // Rolled back on purpose: its writes were not kept, as when the database cannot take them.
+            guard committing else { throw StoreError.unavailable("a write of its group could not be undone alone; the group was rolled back") }
             try await session.raw("COMMIT").run()
             outcome = .success(())
             groupsCommitted.add(1, ordering: .relaxed)
