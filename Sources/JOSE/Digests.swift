@@ -133,6 +133,14 @@ public enum SecureRandom {
     public static func token(byteCount: Int = 32) -> String {
         Base64URL.encode(bytes(count: byteCount))
     }
+
+    /// `count` independent tokens of `byteCount` bytes each, from one call into OpenSSL (each call
+    /// looks up the thread's DRBG and takes its lock; a sign-in's state and nonce need one, not two).
+    public static func tokens(_ count: Int, byteCount: Int = 32) -> [String] {
+        precondition(count >= 0 && byteCount > 0, "invalid random token count \(count) × \(byteCount)")
+        let all = bytes(count: count * byteCount)
+        return (0..<count).map { index in Base64URL.encode(all[(index * byteCount)..<((index + 1) * byteCount)]) }
+    }
 }
 
 /// Lowercase hexadecimal encoding.

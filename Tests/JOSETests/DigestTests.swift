@@ -129,4 +129,15 @@ struct DigestTests {
         #expect((try? Base64URL.decode(token))?.count == 32)
         #expect(Set((0..<100).map { _ in SecureRandom.token(byteCount: 16) }).count == 100)
     }
+
+    @Test("tokens from one call are as many as asked, each its own bytes")
+    func severalTokens() throws {
+        #expect(SecureRandom.tokens(0).isEmpty)
+        let pair = SecureRandom.tokens(2, byteCount: 32)
+        #expect(pair.count == 2 && pair[0] != pair[1])
+        #expect(try pair.allSatisfy { try Base64URL.decode($0).count == 32 })
+        let many = (0..<50).flatMap { _ in SecureRandom.tokens(3, byteCount: 16) }
+        #expect(many.count == 150 && Set(many).count == 150)
+        #expect(try many.allSatisfy { try Base64URL.decode($0).count == 16 })
+    }
 }

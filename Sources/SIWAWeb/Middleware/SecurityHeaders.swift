@@ -38,11 +38,15 @@ struct SecurityHeaders: Sendable {
     static let frameOptions = HTTPField.Name("X-Frame-Options")!
     static let openerPolicy = HTTPField.Name("Cross-Origin-Opener-Policy")!
 
-    /// Sets each field, replacing a value the route gave it.
+    /// Sets each field, replacing a value the route gave it. Routes almost never set one, so the
+    /// fields are looked through once and, with none of ours among them, ours are appended into room
+    /// made for all of them at once (appending one by one grew the list's storage up to three times).
     func apply(to response: inout Response) {
-        for field in fields {
-            if response.headers[field.name] != nil { response.headers[field.name] = nil }
-            response.headers.append(field)
+        let routeSetOne = response.headers.contains { field in fields.contains { $0.name == field.name } }
+        if routeSetOne {
+            for field in fields { response.headers[field.name] = nil }
         }
+        response.headers.reserveCapacity(response.headers.count + fields.count)
+        response.headers.append(contentsOf: fields)
     }
 }

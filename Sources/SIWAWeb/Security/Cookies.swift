@@ -1,4 +1,4 @@
-import Foundation
+import HTTPTypes
 import Hummingbird
 
 /// The service's cookies, each with the attributes its job needs, named per SPEC §9: on https the
@@ -23,6 +23,16 @@ struct Cookies: Sendable {
     /// `SESSION_COOKIE_DOMAIN`, shared with the apps behind the gateway.
     let sessionDomain: String?
 
+    /// Each cookie's attributes after its value, written once here. Hummingbird's `Cookie` kept them
+    /// in a dictionary made per response and wrote them in the dictionary's order (which changes from
+    /// process to process); these are fixed strings in a fixed order.
+    private let bindingAttributes: String
+    private let sessionAttributes: String
+    private let profileAttributes: String
+    /// The whole `Set-Cookie` values that make the browser forget a cookie.
+    let clearedSession: SetCookie
+    let clearedProfile: SetCookie
+
     init(https: Bool, sessionDomain: String?) {
         secure = https
         self.sessionDomain = sessionDomain
@@ -33,29 +43,54 @@ struct Cookies: Sendable {
         } else {
             sessionName = "siwa_session"
         }
+        // Apple returns with a *cross-site* form POST, on which browsers drop `SameSite=Lax` cookies
+        // (the bug that breaks many peers), so the binding is `SameSite=None; Secure` — browsers accept
+        // Secure on localhost. Lax is right for the session: it never has to survive a cross-site POST.
+        bindingAttributes = Self.attributes(maxAge: Self.bindingLifetime, domain: nil, path: Self.bindingPath, secure: true, sameSite: "None")
+        sessionAttributes = Self.attributes(maxAge: Self.sessionLifetime, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax")
+        profileAttributes = Self.attributes(maxAge: Self.profileLifetime, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax")
+        clearedSession = SetCookie(sessionName + "=; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
+            + Self.attributes(maxAge: 0, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax"))
+        clearedProfile = SetCookie(profileName + "=; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
+            + Self.attributes(maxAge: 0, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax"))
     }
 
-    /// Apple returns with a *cross-site* form POST, on which browsers drop `SameSite=Lax` cookies
-    /// (the bug that breaks many peers), so this one is `SameSite=None; Secure` — browsers accept
-    /// Secure on localhost.
-    func binding(_ value: String) -> Cookie {
-        Cookie(name: bindingName, value: value, maxAge: Self.bindingLifetime, path: Self.bindingPath, secure: true, httpOnly: true, sameSite: .none)
+    /// Binds a pending authorization to the browser that started it.
+    func binding(_ value: String) -> SetCookie { SetCookie(bindingName, value, bindingAttributes) }
+
+    /// The web session.
+    func session(_ value: String) -> SetCookie { SetCookie(sessionName, value, sessionAttributes) }
+
+    func profile(_ value: String) -> SetCookie { SetCookie(profileName, value, profileAttributes) }
+
+    /// `; Max-Age=…[; Domain=…]; Path=…[; Secure]; HttpOnly; SameSite=…`: every cookie here is HttpOnly.
+    private static func attributes(maxAge: Int, domain: String?, path: String, secure: Bool, sameSite: String) -> String {
+        var text = "; Max-Age=\(maxAge)"
+        if let domain { text += "; Domain=" + domain }
+        text += "; Path=" + path
+        if secure { text += "; Secure" }
+        return text + "; HttpOnly; SameSite=" + sameSite
     }
+}
 
-    /// Lax is right for the session: it never has to survive a cross-site POST.
-    func session(_ value: String) -> Cookie {
-        Cookie(name: sessionName, value: value, maxAge: Self.sessionLifetime, domain: sessionDomain, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
+/// One `Set-Cookie` field value, made by ``Cookies``.
+struct SetCookie: Sendable {
+    let value: String
+
+    init(_ value: String) { self.value = value }
+
+    /// `name=value` and the attributes. The values are ours (base64url secrets, or empty), never a
+    /// request's, so they need no checking or quoting; a debug build checks them anyway.
+    init(_ name: String, _ value: String, _ attributes: String) {
+        assert(value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ";") && $0 != UInt8(ascii: ",")
+            && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }, "not a cookie value")
+        self.value = name + "=" + value + attributes
     }
+}
 
-    func profile(_ value: String) -> Cookie {
-        Cookie(name: profileName, value: value, maxAge: Self.profileLifetime, path: Self.profilePath, secure: secure, httpOnly: true, sameSite: .lax)
-    }
-
-    /// Expired cookies of the same names, domains and paths, which make the browser forget them.
-    var clearedSession: Cookie { Self.cleared(sessionName, domain: sessionDomain, path: "/", secure: secure) }
-    var clearedProfile: Cookie { Self.cleared(profileName, domain: nil, path: Self.profilePath, secure: secure) }
-
-    private static func cleared(_ name: String, domain: String?, path: String, secure: Bool) -> Cookie {
-        Cookie(name: name, value: "", expires: Date(timeIntervalSince1970: 0), maxAge: 0, domain: domain, path: path, secure: secure, httpOnly: true, sameSite: .lax)
+extension Response {
+    /// Adds a `Set-Cookie` field (Hummingbird's `setCookie` rewrote every `Set-Cookie` field to add one).
+    mutating func setCookie(_ cookie: SetCookie) {
+        headers.append(HTTPField(name: .setCookie, value: cookie.value))
     }
 }

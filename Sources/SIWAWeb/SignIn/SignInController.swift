@@ -70,8 +70,9 @@ struct SignInController: Sendable {
         // Bounds the table against abandoned sign-ins: per client first, then for everyone; a full
         // table refuses new sign-ins clearly instead of growing until the disk fills.
         try await dependencies.signInCap.admit(context.origin, database: dependencies.database, now: now, context: context)
+        let stateAndNonce = SecureRandom.tokens(2, byteCount: 32)
         let pending = PendingAuthorization(
-            state: SecureRandom.token(byteCount: 32), nonce: SecureRandom.token(byteCount: 32),
+            state: stateAndNonce[0], nonce: stateAndNonce[1],
             bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil,
             returnTo: returnTo
         )
