@@ -6,7 +6,11 @@ struct SQLiteDialect: SQLDialect {
     var name: String { "sqlite" }
     var identifierQuote: any SQLExpression { SQLRaw(#"""#) }
     var literalStringQuote: any SQLExpression { SQLRaw("'") }
-    func bindPlaceholder(at position: Int) -> any SQLExpression { SQLRaw("?\(position)") }
+    func bindPlaceholder(at position: Int) -> any SQLExpression {
+        position < Self.placeholders.count ? Self.placeholders[position] : SQLRaw("?\(position)")
+    }
+    /// `?1` … `?63`, made once: every bound value of every statement asks for one.
+    private static let placeholders = (0..<64).map { SQLRaw("?\($0)") }
     func literalBoolean(_ value: Bool) -> any SQLExpression { SQLRaw(value ? "TRUE" : "FALSE") }
     var literalDefault: any SQLExpression { SQLLiteral.null }
     var supportsIfExists: Bool { true }

@@ -48,8 +48,13 @@ struct SQLiteSession: SQLDatabase {
     }
 
     private func statement(_ query: any SQLExpression) throws -> (sql: String, binds: [SQLiteValue]) {
-        let (sql, binds) = serialize(query)
-        return (sql, try binds.map { try SQLiteBind.value($0) })
+        // SQLKit's `serialize` starts from an empty text and list and grows both a piece at a time; the
+        // store's statements fit in this room, so each is allocated once.
+        var serializer = SQLSerializer(database: self)
+        serializer.sql.reserveCapacity(1024)
+        serializer.binds.reserveCapacity(16)
+        query.serialize(to: &serializer)
+        return (serializer.sql, try serializer.binds.map { try SQLiteBind.value($0) })
     }
 
     private func deliver(_ result: SQLiteRows, _ onRow: (any SQLRow) -> ()) {
