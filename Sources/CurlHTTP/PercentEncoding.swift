@@ -15,6 +15,11 @@ public enum PercentEncoding {
 
     /// `string`'s bytes, encoded, after `encoded`'s.
     private static func append(_ string: String, to encoded: inout [UInt8]) {
+        // Tokens (the client secret, codes, states) need no escape: copied whole, not byte by byte.
+        if string.utf8.allSatisfy(isUnreserved) {
+            encoded.append(contentsOf: string.utf8)
+            return
+        }
         for byte in string.utf8 {
             if isUnreserved(byte) {
                 encoded.append(byte)
