@@ -48,10 +48,11 @@ struct SQLiteSession: SQLDatabase {
     }
 
     private func statement(_ query: any SQLExpression) throws -> (sql: String, binds: [SQLiteValue]) {
-        // SQLKit's `serialize` starts from an empty text and list and grows both a piece at a time; the
-        // store's statements fit in this room, so each is allocated once.
+        // SQLKit's `serialize` starts from an empty text and list and grows both a piece at a time. Most
+        // of the store's statements fit in this room, allocated once; it stays under glibc's per-thread
+        // cache limit (1,032 bytes), above which every `malloc` may first consolidate the small free chunks.
         var serializer = SQLSerializer(database: self)
-        serializer.sql.reserveCapacity(1024)
+        serializer.sql.reserveCapacity(496)
         serializer.binds.reserveCapacity(16)
         query.serialize(to: &serializer)
         return (serializer.sql, try serializer.binds.map { try SQLiteBind.value($0) })
