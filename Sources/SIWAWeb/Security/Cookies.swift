@@ -1,3 +1,4 @@
+import HTTP1Server
 import HTTPTypes
 import Hummingbird
 
@@ -18,11 +19,6 @@ struct Cookies: Sendable {
     let sessionName: String
     /// Pending profile (PROFILE_FALLBACK=ask) between the callback and the name form.
     let profileName: String
-    /// `Secure` on the session and profile cookies (https `PUBLIC_URL`).
-    let secure: Bool
-    /// `SESSION_COOKIE_DOMAIN`, shared with the apps behind the gateway.
-    let sessionDomain: String?
-
     /// Each cookie's attributes after its value, written once here. Hummingbird's `Cookie` kept them
     /// in a dictionary made per response and wrote them in the dictionary's order (which changes from
     /// process to process); these are fixed strings in a fixed order.
@@ -33,9 +29,9 @@ struct Cookies: Sendable {
     let clearedSession: SetCookie
     let clearedProfile: SetCookie
 
+    /// `https`: `Secure` on the session and profile cookies (an https `PUBLIC_URL`). `sessionDomain`:
+    /// `SESSION_COOKIE_DOMAIN`, which shares the session with the apps behind the gateway.
     init(https: Bool, sessionDomain: String?) {
-        secure = https
-        self.sessionDomain = sessionDomain
         bindingName = (https ? "__Secure-" : "") + "siwa_binding"
         profileName = (https ? "__Secure-" : "") + "siwa_profile"
         if https {
@@ -49,9 +45,11 @@ struct Cookies: Sendable {
         bindingAttributes = Self.attributes(maxAge: Self.bindingLifetime, domain: nil, path: Self.bindingPath, secure: true, sameSite: "None")
         sessionAttributes = Self.attributes(maxAge: Self.sessionLifetime, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax")
         profileAttributes = Self.attributes(maxAge: Self.profileLifetime, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax")
-        clearedSession = SetCookie(sessionName + "=; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
+        // The same names, domains and paths, expired: the browser forgets them.
+        let expired = "=; Expires=" + HTTPDateHeader.format(unixSeconds: 0)
+        clearedSession = SetCookie(sessionName + expired
             + Self.attributes(maxAge: 0, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax"))
-        clearedProfile = SetCookie(profileName + "=; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
+        clearedProfile = SetCookie(profileName + expired
             + Self.attributes(maxAge: 0, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax"))
     }
 
