@@ -9,7 +9,7 @@ public enum PercentEncoding {
         guard !string.utf8.allSatisfy(isUnreserved) else { return string }
         var encoded: [UInt8] = []
         encoded.reserveCapacity(string.utf8.count * 3)
-        append(string, to: &encoded)
+        appendEscaping(string, to: &encoded)
         return String(decoding: encoded, as: UTF8.self)
     }
 
@@ -18,8 +18,13 @@ public enum PercentEncoding {
         // Tokens (the client secret, codes, states) need no escape: copied whole, not byte by byte.
         if string.utf8.allSatisfy(isUnreserved) {
             encoded.append(contentsOf: string.utf8)
-            return
+        } else {
+            appendEscaping(string, to: &encoded)
         }
+    }
+
+    /// `string`'s bytes after `encoded`'s, one at a time, those that need it as `%XX`.
+    private static func appendEscaping(_ string: String, to encoded: inout [UInt8]) {
         for byte in string.utf8 {
             if isUnreserved(byte) {
                 encoded.append(byte)
