@@ -206,19 +206,7 @@ public final class SIWADatabase: Sendable {
     private func unguardedTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         let begin = dialect.beginTransaction
         return try await onConnection(forWrites: true) { sql in
-            try await sql.raw(SQLQueryString(begin)).run()
-            do {
-                let result = try await body(sql)
-                try await sql.raw("COMMIT").run()
-                return result
-            } catch {
-                do {
-                    try await sql.raw("ROLLBACK").run()
-                } catch {
-                    // The connection is probably broken; the server rolls back on disconnect.
-                }
-                throw error
-            }
+            try await sql.inTransaction(begin: begin) { try await body(sql) }
         }
     }
 
@@ -272,5 +260,22 @@ public final class SIWADatabase: Sendable {
         }
         if error is ConnectionPoolTimeoutError { return "timed out waiting for a database connection" }
         return "\(error)"
+    }
+}
+
+extension SQLDatabase {
+    /// `body` between `begin` and `COMMIT`, rolled back when it throws. A failed `ROLLBACK` is not
+    /// reported over `body`'s error: the connection is then probably broken, and the database rolls
+    /// back when it goes.
+    func inTransaction<R>(begin: String, _ body: () async throws -> R) async throws -> R {
+        try await raw(SQLQueryString(begin)).run()
+        do {
+            let result = try await body()
+            try await raw("COMMIT").run()
+            return result
+        } catch {
+            try? await raw("ROLLBACK").run()
+            throw error
+        }
     }
 }

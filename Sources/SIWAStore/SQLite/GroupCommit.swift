@@ -40,7 +40,7 @@ extension SQLitePool {
                 guard groupPacing.withLock({ $0.waitsForOthers() }) else {
                     return (try await Self.runAlone(kind, session, body), nil, true)
                 }
-                try await session.raw("BEGIN IMMEDIATE").run()
+                try await session.raw(SQLQueryString(Dialect.sqlite.beginTransaction)).run()
                 openGroup.withLock { $0 = [] }
                 writeGate.setTransactionOpen(true)
             }
@@ -84,15 +84,7 @@ extension SQLitePool {
         _ kind: WriteKind, _ session: SQLiteSession, _ body: @Sendable (SQLiteSession) async throws -> R
     ) async throws -> R {
         guard kind == .transaction else { return try await body(session) }
-        try await session.raw("BEGIN IMMEDIATE").run()
-        do {
-            let result = try await body(session)
-            try await session.raw("COMMIT").run()
-            return result
-        } catch {
-            try? await session.raw("ROLLBACK").run()
-            throw error
-        }
+        return try await session.inTransaction(begin: Dialect.sqlite.beginTransaction) { try await body(session) }
     }
 
     /// Lets the tasks already queued on this event loop run first: this task goes on from the back of the
