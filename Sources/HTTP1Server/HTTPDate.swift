@@ -68,19 +68,14 @@ package final class HTTPDateHeader: Sendable {
         }
         let clock = time.split(separator: ":", omittingEmptySubsequences: false)
         guard day.count <= 2, year.count == 2 || year.count == 4, clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
-              let dayNumber = digits(day), var yearNumber = digits(year),
-              let hour = digits(clock[0]), let minute = digits(clock[1]), let second = digits(clock[2]),
+              let dayNumber = DecimalDigits.value(day), var yearNumber = DecimalDigits.value(year),
+              let hour = DecimalDigits.value(clock[0]), let minute = DecimalDigits.value(clock[1]),
+              let second = DecimalDigits.value(clock[2]),
               let monthIndex = months.firstIndex(where: { $0 == month }),
               (1...31).contains(dayNumber), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
         if year.count == 2 { yearNumber += yearNumber >= 70 ? 1900 : 2000 }
         return daysFromCivil(year: yearNumber, month: monthIndex + 1, day: dayNumber) * 86_400 + hour * 3600 + minute * 60 + second
-    }
-
-    /// The number a run of ASCII digits spells; nil for anything else (`Int` alone takes a sign).
-    private static func digits(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        return Int(text)
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm, the inverse of

@@ -135,25 +135,19 @@ enum ByteRange: Equatable {
         let first = spec[..<dash], last = spec[spec.index(after: dash)...]
         if first.isEmpty {
             // The last N bytes.
-            guard let count = digits(last) else { return .ignore }
+            guard let count = DecimalDigits.value(last) else { return .ignore }
             guard count > 0, size > 0 else { return .unsatisfiable }
             return .bytes(max(0, size - count)...(size - 1))
         }
-        guard let start = digits(first) else { return .ignore }
+        guard let start = DecimalDigits.value(first) else { return .ignore }
         let end: Int
         if last.isEmpty {
             end = Int.max
         } else {
-            guard let value = digits(last), value >= start else { return .ignore }
+            guard let value = DecimalDigits.value(last), value >= start else { return .ignore }
             end = value
         }
         guard start < size else { return .unsatisfiable }
         return .bytes(start...min(end, size - 1))
-    }
-
-    /// ASCII digits only (no sign), at most 18 of them so the number fits.
-    private static func digits(_ text: String.SubSequence) -> Int? {
-        guard !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        return Int(text)
     }
 }
