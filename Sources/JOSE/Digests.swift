@@ -1,4 +1,5 @@
 internal import COpenSSL
+import Synchronization
 
 /// SHA-256 (FIPS 180-4) through OpenSSL.
 public enum SHA256 {
@@ -118,14 +119,16 @@ public enum ConstantTime {
 /// Cryptographically secure random bytes from OpenSSL's DRBG.
 public enum SecureRandom {
     /// `count` random bytes. Traps only if OpenSSL's CSPRNG fails, since continuing with
-    /// predictable "random" values would be worse than stopping.
+    /// predictable "random" values would be worse than stopping. Up to ``RandomReserve/largestServed``
+    /// bytes come from the process's reserve (drawn from OpenSSL 4 KiB at a time), more straight from OpenSSL.
     public static func bytes(count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= Int(Int32.max), "invalid random byte count \(count)")
         guard count > 0 else { return [] }
+        if count <= RandomReserve.largestServed {
+            return reserve.withLock { $0.take(count, refill: fromOpenSSL) }
+        }
         var bytes = [UInt8](repeating: 0, count: count)
-        // `bytes` holds exactly `count` bytes.
-        let ok = RAND_bytes(&bytes, Int32(count))
-        precondition(ok == 1, "OpenSSL RAND_bytes failed: \(OpenSSL.drainErrors())")
+        fromOpenSSL(&bytes)
         return bytes
     }
 
@@ -134,13 +137,59 @@ public enum SecureRandom {
         Base64URL.encode(bytes(count: byteCount))
     }
 
-    /// `count` independent tokens of `byteCount` bytes each, from one call into OpenSSL (each call
-    /// looks up the thread's DRBG and takes its lock; a sign-in's state and nonce need one, not two).
+    /// `count` independent tokens of `byteCount` bytes each, from one draw.
     public static func tokens(_ count: Int, byteCount: Int = 32) -> [String] {
         precondition(count >= 0 && byteCount > 0, "invalid random token count \(count) × \(byteCount)")
         let all = bytes(count: count * byteCount)
         return (0..<count).map { index in Base64URL.encode(all[(index * byteCount)..<((index + 1) * byteCount)]) }
     }
+
+    /// Random bytes not yet handed out. Each `RAND_bytes` call pays a fixed cost far above its few
+    /// bytes (OpenSSL 3 looks up the thread's DRBG, takes its lock and sets up AES for every call:
+    /// ~20 µs of a sign-in's three calls at 16 browsers, `perf`), so small requests share one call.
+    private static let reserve = Mutex(RandomReserve())
+
+    /// Fills `buffer` from OpenSSL's DRBG, or traps.
+    private static func fromOpenSSL(_ buffer: inout [UInt8]) {
+        let count = buffer.count
+        // `buffer` holds exactly `count` bytes.
+        let ok = RAND_bytes(&buffer, Int32(count))
+        precondition(ok == 1, "OpenSSL RAND_bytes failed: \(OpenSSL.drainErrors())")
+    }
+}
+
+/// A buffer of random bytes handed out in order, each byte once: a byte is zeroed as it is taken, and the
+/// buffer is refilled whole once what is left cannot serve a request. No I/O of its own: `refill` fills it.
+struct RandomReserve: ~Copyable {
+    /// Larger requests (keys, test data) go to OpenSSL directly.
+    static let largestServed = 256
+    static let size = 4096
+
+    private(set) var buffer: [UInt8]
+    /// The first byte not yet handed out; `size` when the buffer has never been filled or is used up.
+    private(set) var next: Int
+
+    init() {
+        buffer = [UInt8](repeating: 0, count: Self.size)
+        next = Self.size
+    }
+
+    /// `count` (1…`largestServed`) bytes, refilling first when fewer than that are left.
+    mutating func take(_ count: Int, refill: (inout [UInt8]) -> Void) -> [UInt8] {
+        precondition(count > 0 && count <= Self.largestServed, "invalid reserved random byte count \(count)")
+        if Self.size - next < count {
+            refill(&buffer)
+            next = 0
+        }
+        let range = next..<(next + count)
+        let taken = Array(buffer[range])
+        for index in range { buffer[index] = 0 }
+        next += count
+        return taken
+    }
+
+    /// What is left to hand out (for tests).
+    var remaining: ArraySlice<UInt8> { buffer[next...] }
 }
 
 /// Lowercase hexadecimal encoding.

@@ -140,4 +140,61 @@ struct DigestTests {
         #expect(many.count == 150 && Set(many).count == 150)
         #expect(try many.allSatisfy { try Base64URL.decode($0).count == 16 })
     }
+
+    @Test("the reserve hands out each byte once, in order, zeroed behind it, and refills only when short")
+    func reserveOrder() {
+        var reserve = RandomReserve()
+        var refills = 0
+        // A refill that numbers the bytes, so every byte handed out can be traced to its place.
+        let refill: (inout [UInt8]) -> Void = { buffer in
+            refills += 1
+            for index in buffer.indices { buffer[index] = UInt8(truncatingIfNeeded: index &+ refills) }
+        }
+        #expect(reserve.remaining.isEmpty)
+        let first = reserve.take(32, refill: refill)
+        #expect(refills == 1 && first == (0..<32).map { UInt8(truncatingIfNeeded: $0 + 1) })
+        let second = reserve.take(12, refill: refill)
+        #expect(refills == 1 && second == (32..<44).map { UInt8(truncatingIfNeeded: $0 + 1) })
+        #expect(reserve.next == 44 && reserve.remaining.count == RandomReserve.size - 44)
+        // Exactly what is left is still served from this fill; one byte more refills first.
+        var left = RandomReserve.size - 44
+        while left >= RandomReserve.largestServed {
+            _ = reserve.take(RandomReserve.largestServed, refill: refill)
+            left -= RandomReserve.largestServed
+        }
+        _ = reserve.take(left, refill: refill)
+        #expect(refills == 1 && reserve.remaining.isEmpty)
+        let afterRefill = reserve.take(3, refill: refill)
+        #expect(refills == 2 && afterRefill == [2, 3, 4])
+    }
+
+    @Test("a byte taken from the reserve is zeroed there; the untaken rest is served, or replaced by a refill")
+    func reserveZeroes() {
+        var reserve = RandomReserve()
+        var fill: UInt8 = 0xA5
+        let refill: (inout [UInt8]) -> Void = { buffer in
+            for index in buffer.indices { buffer[index] = fill }
+        }
+        #expect(reserve.take(100, refill: refill).allSatisfy { $0 == 0xA5 })
+        #expect(reserve.buffer[..<100].allSatisfy { $0 == 0 } && reserve.buffer[100...].allSatisfy { $0 == 0xA5 })
+        // Leave fewer bytes than the next request: that request gets new bytes, never the old tail.
+        while RandomReserve.size - reserve.next >= RandomReserve.largestServed {
+            _ = reserve.take(RandomReserve.largestServed, refill: refill)
+        }
+        #expect(reserve.remaining.count > 0 && reserve.remaining.allSatisfy { $0 == 0xA5 })
+        fill = 0x3C
+        #expect(reserve.take(RandomReserve.largestServed, refill: refill).allSatisfy { $0 == 0x3C })
+        #expect(reserve.buffer[..<RandomReserve.largestServed].allSatisfy { $0 == 0 })
+    }
+
+    @Test("draws across many refills never repeat, and large draws bypass the reserve")
+    func reserveAcrossRefills() {
+        // 32-byte draws through ~10 refills of the process's reserve.
+        let drawn = (0..<1_300).map { _ in SecureRandom.bytes(count: 32) }
+        #expect(Set(drawn).count == drawn.count)
+        let odd = (0..<400).map { SecureRandom.bytes(count: 1 + $0 % RandomReserve.largestServed) }
+        #expect(odd.enumerated().allSatisfy { $0.element.count == 1 + $0.offset % RandomReserve.largestServed })
+        let large = SecureRandom.bytes(count: RandomReserve.largestServed + 1)
+        #expect(large.count == RandomReserve.largestServed + 1 && Set(large).count > 100)
+    }
 }
