@@ -143,7 +143,7 @@ struct CurlHTTPClientTests {
         }
     }
 
-    @Test("500 concurrent requests to a 200 ms endpoint finish well under 2 s on few connections")
+    @Test("500 concurrent requests to a 200 ms endpoint run side by side, on at most the connections allowed")
     func concurrentRequests() async throws {
         let configuration = CurlHTTPClient.Configuration.with { $0.maximumConnectionsPerHost = 250 }
         let requestCount = 500
@@ -162,10 +162,12 @@ struct CurlHTTPClientTests {
                     return all
                 }
                 let elapsed = ContinuousClock.now - start
-                print("500 concurrent requests (200 ms each, ≤ 250 connections): \(seconds(elapsed)) s, \(server.log.connections) connections")
+                print("500 concurrent requests (200 ms each, ≤ 250 connections): \(seconds(elapsed)) s, \(server.log.connections) connections, \(server.log.handlersAtOnce) at once")
                 #expect(statuses.count == requestCount)
                 #expect(statuses.allSatisfy { $0 == (200, "slept 200") })
-                #expect(elapsed < .seconds(2))
+                // Side by side, counted by the server rather than timed (a loaded machine is slow, not wrong):
+                // one at a time, or a few connections taking turns, would keep this at a handful.
+                #expect(server.log.handlersAtOnce >= 100, "\(server.log.handlersAtOnce) requests at once")
                 #expect(server.log.requests == requestCount)
                 #expect(server.log.connections <= configuration.maximumConnectionsPerHost)
                 #expect(client.connectionsOpened == server.log.connections)

@@ -5,18 +5,25 @@ import Synchronization
 /// What the loopback test server saw.
 final class ServerLog: Sendable {
     private let ports = Mutex<[Int]>([])
-    private let handling = Mutex(0)
+    private let handling = Mutex((running: 0, peak: 0))
 
     func record(port: Int?) {
         guard let port else { return }
         ports.withLock { $0.append(port) }
     }
 
-    func handlerStarted() { handling.withLock { $0 += 1 } }
-    func handlerEnded() { handling.withLock { $0 -= 1 } }
+    func handlerStarted() {
+        handling.withLock {
+            $0.running += 1
+            $0.peak = max($0.peak, $0.running)
+        }
+    }
+    func handlerEnded() { handling.withLock { $0.running -= 1 } }
 
     /// Handlers still running (a hung one goes on after its client gave up).
-    var handlersRunning: Int { handling.withLock { $0 } }
+    var handlersRunning: Int { handling.withLock { $0.running } }
+    /// The most handlers that ran at once: requests the client had in flight together.
+    var handlersAtOnce: Int { handling.withLock { $0.peak } }
 
     /// Requests served.
     var requests: Int { ports.withLock { $0.count } }
