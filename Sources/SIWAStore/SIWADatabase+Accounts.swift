@@ -40,10 +40,7 @@ extension SIWADatabase {
         return try await transaction { sql in
             var s = s
             var created = false
-            // A returning person, most sign-ins: the times written and the account read in one statement
-            // (the row locked by the UPDATE on PostgreSQL, as SELECT … FOR UPDATE did).
-            var account = try await Self.touchUser(sql, sub: s.appleSub, now: s.now)
-            let touched = account != nil
+            var account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
             if account == nil, let oldSub = s.transferFromSub, oldSub != s.appleSub {
                 account = try await Self.transfer(sql, from: oldSub, to: s.appleSub, now: s.now)
             }
@@ -93,13 +90,11 @@ extension SIWADatabase {
                 if user.hasSameProfile(as: stored) {
                     // Most sign-ins are returning people with nothing new. Naming `email` in the SET list
                     // would rewrite its index entry for the same value (on SQLite one more WAL page per
-                    // sign-in), so only the times are written, and by `touchUser` already when it found the account.
-                    if !touched {
-                        try await sql.raw("""
-                            UPDATE users SET updated_at = \(bind: s.now), last_sign_in_at = \(bind: s.now)
-                            WHERE id = \(bind: user.id)
-                            """).run()
-                    }
+                    // sign-in), so only the times are written.
+                    try await sql.raw("""
+                        UPDATE users SET updated_at = \(bind: s.now), last_sign_in_at = \(bind: s.now)
+                        WHERE id = \(bind: user.id)
+                        """).run()
                 } else {
                     try await sql.raw("""
                         UPDATE users SET email = \(bind: user.email), email_verified = \(bind: user.emailVerified),
@@ -237,15 +232,6 @@ extension SIWADatabase {
     }
 
     // MARK: - Helpers shared by the use cases
-
-    /// The account with this sub, its sign-in and update times set to `now`; nil when there is none.
-    private static func touchUser(_ sql: any SQLDatabase, sub: String, now: Int64) async throws -> UserAccount? {
-        try await sql.raw("""
-            UPDATE users SET updated_at = \(bind: now), last_sign_in_at = \(bind: now)
-            WHERE apple_sub = \(bind: sub)
-            RETURNING \(unsafeRaw: Columns.userList)
-            """).first()?.userAccount()
-    }
 
     static func findUser(_ sql: any SQLDatabase, sub: String, lock: String = "") async throws -> UserAccount? {
         try await sql.raw("""
