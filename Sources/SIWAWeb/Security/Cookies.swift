@@ -46,11 +46,11 @@ struct Cookies: Sendable {
         sessionAttributes = Self.attributes(maxAge: Self.sessionLifetime, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax")
         profileAttributes = Self.attributes(maxAge: Self.profileLifetime, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax")
         // The same names, domains and paths, expired: the browser forgets them.
-        let expired = "=; Expires=" + HTTPDateHeader.format(unixSeconds: 0)
-        clearedSession = SetCookie(sessionName + expired
-            + Self.attributes(maxAge: 0, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax"))
-        clearedProfile = SetCookie(profileName + expired
-            + Self.attributes(maxAge: 0, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax"))
+        let expired = "; Expires=" + HTTPDateHeader.format(unixSeconds: 0)
+        clearedSession = SetCookie(sessionName, "",
+                                   expired + Self.attributes(maxAge: 0, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax"))
+        clearedProfile = SetCookie(profileName, "",
+                                   expired + Self.attributes(maxAge: 0, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax"))
     }
 
     /// Binds a pending authorization to the browser that started it.
@@ -74,8 +74,6 @@ struct Cookies: Sendable {
 /// One `Set-Cookie` field value, made by ``Cookies``.
 struct SetCookie: Sendable {
     let value: String
-
-    init(_ value: String) { self.value = value }
 
     /// `name=value` and the attributes. The values are ours (base64url secrets, or empty), never a
     /// request's, so they need no checking or quoting; a debug build checks them anyway.
