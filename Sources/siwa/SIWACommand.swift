@@ -45,7 +45,7 @@ struct SIWACommand: AsyncParsableCommand {
     /// the loop it started on and the process never used more than one core (0.98–1.04 at 512 browsers);
     /// each wave of sign-ins then held the emulator's endpoints up (probed with curl: `/auth/keys` answered
     /// in ~0.8 ms, but every ~0.8 s in 580–690 ms), which set the callback p99. On Swift's cooperative
-    /// pool they use 1.1–1.2 cores, the stalls are 80–510 ms and the p99 552–655 ms (README, Performance). `--in-process` keeps the event
+    /// pool they use 1.1–1.2 cores, the stalls are 80–510 ms and the p99 552–655 ms (docs/performance-history.md). `--in-process` keeps the event
     /// loops: the app runs in that process.
     static func usesEventLoopExecutor(_ command: any ParsableCommand) -> Bool {
         guard let loadTest = command as? LoadTestCommand else { return true }
