@@ -1,4 +1,3 @@
-import NIOCore
 import Testing
 
 @testable import SIWAWeb
@@ -21,14 +20,5 @@ struct HealthDeadlineTests {
             try await Task.sleep(for: .seconds(3_600))
         }
         #expect(answered == false)
-    }
-
-    @Test("the deadline becomes NIO's timer to the nanosecond")
-    func deadlineInNIOUnits() {
-        #expect(OperationsController.timeAmount(.seconds(2)) == .seconds(2))
-        #expect(OperationsController.timeAmount(.milliseconds(200)) == .milliseconds(200))
-        #expect(OperationsController.timeAmount(.nanoseconds(1)) == .nanoseconds(1))
-        #expect(OperationsController.timeAmount(.seconds(1) + .nanoseconds(5)) == .nanoseconds(1_000_000_005))
-        #expect(OperationsController.timeAmount(.zero) == .zero)
     }
 }
