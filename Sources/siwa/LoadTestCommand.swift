@@ -109,7 +109,7 @@ struct LoadRun: Sendable {
         let configuration = environment.configuration
         let appURL = environment.appURL
         let roundTrip = try await loopbackRoundTrip(http)
-        let floor = try await cryptoFloor(http)
+        let (floor, floorProbe) = try await cryptoFloor(http)
         await environment.emulator.injectFault(
             EmulatorFault(kind: .latency, latencyMilliseconds: options.latencyMs), for: .token)
 
@@ -163,6 +163,10 @@ struct LoadRun: Sendable {
         let serverMemory = server.memoryMegabytes()
         let ownMemory = ProcessStats.current.memoryMegabytes()
         let cpuPerSignIn = flows.isEmpty ? 0 : readings.serverCPU / Double(flows.count) * 1_000_000
+        // Taken after the load, with the server idle: one verification per mean interval between sign-ins.
+        let idleSeconds = min(max(options.duration / Double(max(flows.count, 1)), Self.idleRange.lowerBound), Self.idleRange.upperBound)
+        let floorAfterIdle = try await CryptoFloor.twoVerificationsAfterIdleMicroseconds(
+            idToken: floorProbe.idToken, key: floorProbe.key, idle: .microseconds(Int64(idleSeconds * 1_000_000)))
         return LoadReport(
             server: environment.server == nil ? "in-process" : "process",
             concurrency: options.concurrency, tokenLatencyMilliseconds: options.latencyMs,
@@ -179,6 +183,9 @@ struct LoadRun: Sendable {
             serverCPUMicrosecondsPerSignIn: cpuPerSignIn,
             floorMicrosecondsPerSignIn: floor,
             ratioToFloor: floor > 0 ? cpuPerSignIn / floor : 0,
+            floorAfterIdleMicrosecondsPerSignIn: floorAfterIdle,
+            floorIdleMilliseconds: idleSeconds * 1000,
+            ratioToFloorAfterIdle: floorAfterIdle > 0 ? cpuPerSignIn / floorAfterIdle : 0,
             serverCPUCores: readings.serverCPU / options.duration,
             loadGeneratorCPUCores: environment.server == nil ? nil : readings.ownCPU / options.duration,
             cores: ProcessInfo.processInfo.activeProcessorCount,
@@ -189,7 +196,11 @@ struct LoadRun: Sendable {
 
     /// The floor of one sign-in on this machine, now: the app's JOSE code verifying two id_tokens as the
     /// emulator signs them, with the key the emulator publishes (fetched like the app fetches it).
-    private func cryptoFloor(_ http: CurlHTTPClient) async throws -> Double {
+    /// The pause before each verification of the floor after idle: the mean interval between sign-ins,
+    /// kept within these seconds.
+    static let idleRange = 0.001...0.020
+
+    private func cryptoFloor(_ http: CurlHTTPClient) async throws -> (Double, (idToken: String, key: RSAPublicKey)) {
         let configuration = environment.configuration
         let person = await environment.emulator.createPerson(givenName: "Floor", familyName: "Probe", email: "floor@example.com")
         let fields = try await environment.emulator.approve(ApprovalRequest(
@@ -201,7 +212,8 @@ struct LoadRun: Sendable {
               let kid = try? CompactJWS(compact: idToken).header.kid,
               let jwk = keys.keys.first(where: { $0.kid == kid })
         else { throw LoadTestError("could not get an id_token and its key from the emulator to time the floor") }
-        return try CryptoFloor.twoVerificationsMicroseconds(idToken: idToken, key: RSAPublicKey(jwk: jwk))
+        let key = try RSAPublicKey(jwk: jwk)
+        return (try CryptoFloor.twoVerificationsMicroseconds(idToken: idToken, key: key), (idToken, key))
     }
 
     /// p50 of 200 sequential GETs of a small static file: one HTTP round trip over loopback, no database.

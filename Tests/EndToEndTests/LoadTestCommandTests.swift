@@ -29,10 +29,17 @@ struct LoadTestCommandTests {
         let ratio = try #require(json["ratioToFloor"] as? Double)
         #expect(cpu > 0 && floor > 0 && floor < 10_000)
         #expect(abs(ratio - cpu / floor) < 0.01 * ratio)
+        // The same floor after idle moments of the mean interval between sign-ins (kept within 1–20 ms).
+        let idleFloor = try #require(json["floorAfterIdleMicrosecondsPerSignIn"] as? Double)
+        let idle = try #require(json["floorIdleMilliseconds"] as? Double)
+        let idleRatio = try #require(json["ratioToFloorAfterIdle"] as? Double)
+        #expect(idleFloor > 0 && idleFloor < 10_000)
+        #expect(idle >= 1 && idle <= 20 && abs(idle - min(max(2_000 / Double(flows), 1), 20)) < 0.01)
+        #expect(abs(idleRatio - cpu / idleFloor) < 0.01 * idleRatio)
         #expect(try #require(json["serverPeakRSSMegabytes"] as? Double) > 1)
         #expect(json["loadGeneratorCPUCores"] is Double)
         #expect(String(describing: json["database"] ?? "").hasPrefix("sqlite:"))
-        #expect(output.contains("server CPU") && output.contains("floor"))
+        #expect(output.contains("server CPU") && output.contains("floor") && output.contains("floor after idle"))
 
         // The server it started is gone: its port no longer answers.
         let appLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("siwa loadtest: app ") })

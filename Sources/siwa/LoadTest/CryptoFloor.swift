@@ -26,6 +26,27 @@ enum CryptoFloor {
         return 2 * perVerification[perVerification.count / 2] * 1_000_000
     }
 
+    /// The same two verifications as the server meets them under light load: one at a time, each after
+    /// the thread has slept `idle` (the mean interval between sign-ins). On a machine whose cores halt
+    /// when idle (a VM's vCPU), code that runs after a pause finds its caches, TLB and branch history
+    /// cold or taken by others, and costs more CPU for the same work; this reading shows by how much, on
+    /// code that is neither the server's HTTP nor its database. Twice the median of `rounds` readings.
+    static func twoVerificationsAfterIdleMicroseconds(idToken: String, key: RSAPublicKey, idle: Duration, rounds: Int = 101) async throws -> Double {
+        var perVerification: [Double] = []
+        perVerification.reserveCapacity(rounds)
+        for _ in 0..<rounds {
+            try await Task.sleep(for: idle)
+            // Nothing suspends between the two readings, so both are of the same thread's clock.
+            let start = threadCPUSeconds()
+            let valid = (try? CompactJWS(compact: idToken)).map { $0.isValidRS256(for: key) } ?? false
+            let elapsed = threadCPUSeconds() - start
+            guard valid else { throw LoadTestError("an RS256 verification failed while timing the floor after idle") }
+            perVerification.append(elapsed)
+        }
+        perVerification.sort()
+        return 2 * perVerification[perVerification.count / 2] * 1_000_000
+    }
+
     /// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID).
     private static func threadCPUSeconds() -> Double {
         var spec = timespec()

@@ -60,6 +60,13 @@ struct LoadReport: Codable, Sendable {
     var floorMicrosecondsPerSignIn: Double
     /// `serverCPUMicrosecondsPerSignIn / floorMicrosecondsPerSignIn`.
     var ratioToFloor: Double
+    /// The same two verifications timed one at a time, each after sleeping `floorIdleMilliseconds` (the
+    /// mean interval between sign-ins, 1–20 ms), after the load: what this machine charges for running
+    /// after an idle moment, on code that is neither HTTP nor the database.
+    var floorAfterIdleMicrosecondsPerSignIn: Double
+    var floorIdleMilliseconds: Double
+    /// `serverCPUMicrosecondsPerSignIn / floorAfterIdleMicrosecondsPerSignIn`.
+    var ratioToFloorAfterIdle: Double
     /// The server's CPU seconds per second of the window.
     var serverCPUCores: Double
     /// This process's (emulator and load generator) CPU seconds per second; nil in-process.
@@ -94,6 +101,9 @@ struct LoadReport: Codable, Sendable {
         \(server == "process" ? "" : " (\(inProcessNote))")
           floor                 \(fmt(floorMicrosecondsPerSignIn)) µs per sign-in (two RS256 id_token verifications by JOSE, \
         timed in this run); server CPU is \(fmt(ratioToFloor)) × the floor
+          floor after idle      \(fmt(floorAfterIdleMicrosecondsPerSignIn)) µs per sign-in (the same verifications one at a time, \
+        each after \(fmt(floorIdleMilliseconds)) ms asleep, the mean interval between sign-ins); server CPU is \
+        \(fmt(ratioToFloorAfterIdle)) × that
           load generator        \(loadGeneratorCPUCores.map { "\(fmt($0)) cores (emulator and browsers, this process)" } ?? "in the server's process"); \
         machine load average \(fmt(loadAverage))
           server peak RSS       \(fmt(serverPeakRSSMegabytes)) MB (VmHWM of the server's process\(server == "process" ? "" : ", \(inProcessNote)")); \
