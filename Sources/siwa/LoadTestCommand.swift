@@ -17,7 +17,9 @@ struct LoadTestCommand: AsyncParsableCommand {
         /proc for it alone; the emulator and the load generator share this process. Each virtual browser signs one \
         emulator person in again and again: GET /auth/apple, the emulator's approval (in-process, like a person \
         clicking Continue), POST /auth/apple/callback, GET /account. The floor is the app's own JOSE code verifying \
-        the two RS256 id_tokens of one sign-in, timed in the same run. --in-process runs the app in this process \
+        the two RS256 id_tokens of one sign-in, timed in the same run; the floor after idle times them again after \
+        the load, one at a time, each after sleeping the mean interval between sign-ins (on a VM, code that runs \
+        after a pause costs more CPU for the same work). --in-process runs the app in this process \
         instead. Build with `-c release` for numbers worth quoting. The last line is `RESULT {json}`.
         """
     )
