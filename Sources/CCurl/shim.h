@@ -77,6 +77,8 @@ static inline CURLcode siwa_curl_easy_getinfo_string(CURL *handle, CURLINFO info
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -166,6 +168,20 @@ static inline int siwa_curl_events_open(CURLM *multi, siwa_curl_events *events) 
 static inline void siwa_curl_events_close(siwa_curl_events *events) {
     close(events->wake_fd);
     close(events->epoll_fd);
+}
+
+/* Puts the calling thread under Linux's SCHED_BATCH, its nice value unchanged: its wake-ups then never
+   preempt the thread running on that core (it runs when a core is free or the running thread's turn
+   ends), which any thread may ask for itself without privileges. 0 on success, otherwise an errno value.
+   SCHED_BATCH is 3 in Linux's ABI; <sched.h> names it only under _GNU_SOURCE. */
+static inline int siwa_thread_schedule_as_batch(void) {
+    struct sched_param param = {0};
+    return sched_setscheduler(0, 3 /* SCHED_BATCH */, &param) == 0 ? 0 : errno;
+}
+
+/* The calling thread's kernel id (its /proc/self/task entry); glibc's gettid() needs _GNU_SOURCE. */
+static inline pid_t siwa_current_thread_id(void) {
+    return (pid_t)syscall(SYS_gettid);
 }
 
 /* Any thread: makes a waiting siwa_curl_events_wait return. */

@@ -39,13 +39,19 @@ public final class CurlHTTPClient: Sendable {
         /// from the network thread, and the task's executor schedules it.
         public var completionHandoff: (@Sendable () -> (@Sendable (@escaping @Sendable () -> Void) -> Void)?)? = nil
 
+        /// Whether the network thread runs under Linux's `SCHED_BATCH` policy: a response arriving then
+        /// never preempts the thread running on that core (in a server, the one answering requests); the
+        /// network thread finishes it when a core is free or that thread's turn ends, a few milliseconds
+        /// at most. Default: `false`. Where the policy cannot be set, the thread runs as usual.
+        public var networkThreadYields: Bool = false
+
         /// The default configuration; each field's default is stated on the field.
         public init() {}
     }
 
     /// The configuration this client was created with.
     public let configuration: Configuration
-    private let loop: CurlMultiLoop
+    let loop: CurlMultiLoop
 
     /// Creates a client and starts its network thread.
     public init(configuration: Configuration = .init()) {

@@ -225,6 +225,25 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test("networkThreadYields puts the network thread under SCHED_BATCH; by default it keeps the usual policy",
+          arguments: [(false, SCHED_OTHER), (true, Int32(3) /* SCHED_BATCH */)])
+    func networkThreadPolicy(yields: Bool, policy: Int32) async throws {
+        var configuration = CurlHTTPClient.Configuration()
+        configuration.networkThreadYields = yields
+        try await TestServer.with { [configuration] server in
+            try await withClient(configuration) { client in
+                // Answered, so the thread has run its set-up.
+                let response = try await client.execute(HTTPClientRequest(url: server.url("/delay/1")))
+                #expect(response.status == 200)
+                let thread = try #require(client.loop.networkThreadID.withLock { $0 })
+                #expect(sched_getscheduler(thread) == policy)
+                // And it still carries its name: it is the thread the scheduler was told about.
+                let name = try String(contentsOfFile: "/proc/self/task/\(thread)/comm", encoding: .utf8)
+                #expect(name.trimmingCharacters(in: .whitespacesAndNewlines) == CurlMultiLoop.threadName)
+            }
+        }
+    }
+
     @Test("a request timeout fires near the configured time")
     func requestTimeout() async throws {
         try await TestServer.with { server in

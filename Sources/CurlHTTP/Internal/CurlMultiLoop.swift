@@ -52,11 +52,16 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let events: UnsafeMutablePointer<siwa_curl_events>
     private let state = Mutex(State())
     private let driver = Mutex(Driver())
+    /// The network thread runs under `SCHED_BATCH` (``CurlHTTPClient/Configuration/networkThreadYields``).
+    private let yields: Bool
+    /// The network thread's kernel id once it runs (what `/proc/self/task` and the scheduler know it by).
+    let networkThreadID = Mutex<pid_t?>(nil)
 
     init(configuration: CurlHTTPClient.Configuration) {
         precondition(CurlGlobal.initialized, "curl_global_init failed")
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
+        yields = configuration.networkThreadYields
         events = .allocate(capacity: 1)
         let opened = siwa_curl_events_open(multi, events)
         // Running out of file descriptors at start-up leaves the process nothing useful to do.
@@ -83,6 +88,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             // thread; set before `start()` it stayed Foundation's, and `top -H`, `perf` and /proc showed
             // the name of whichever event loop created the thread.
             Thread.current.name = Self.threadName
+            if yields { _ = siwa_thread_schedule_as_batch() }
+            networkThreadID.withLock { $0 = siwa_current_thread_id() }
             run()
         }
         thread.start()
