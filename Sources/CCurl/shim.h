@@ -79,6 +79,7 @@ static inline CURLcode siwa_curl_easy_getinfo_string(CURL *handle, CURLINFO info
 #include <time.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -177,6 +178,12 @@ static inline void siwa_curl_events_close(siwa_curl_events *events) {
 static inline int siwa_thread_schedule_as_batch(void) {
     struct sched_param param = {0};
     return sched_setscheduler(0, 3 /* SCHED_BATCH */, &param) == 0 ? 0 : errno;
+}
+
+/* Names the calling thread for the kernel (/proc/self/task/TID/comm, top -H, perf); at most 15 bytes
+   are kept. 0 on success, otherwise an errno value. */
+static inline int siwa_current_thread_set_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : errno;
 }
 
 /* The calling thread's kernel id (its /proc/self/task entry); glibc's gettid() needs _GNU_SOURCE. */

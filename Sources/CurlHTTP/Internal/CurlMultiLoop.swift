@@ -84,10 +84,10 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     func start() {
         let thread = Thread { [self] in
-            // Named from inside: on Linux, Foundation passes a name to the kernel only for the current
-            // thread; set before `start()` it stayed Foundation's, and `top -H`, `perf` and /proc showed
-            // the name of whichever event loop created the thread.
-            Thread.current.name = Self.threadName
+            // Named from inside, for the kernel: a new thread starts with its creator's name, and
+            // Foundation's `Thread.current.name` did not always reach the kernel (a test that read
+            // /proc/self/task/TID/comm found the Dispatch worker's name it was created from).
+            _ = siwa_current_thread_set_name(Self.threadName)
             if yields { _ = siwa_thread_schedule_as_batch() }
             networkThreadID.withLock { $0 = siwa_current_thread_id() }
             run()
