@@ -36,6 +36,9 @@ struct LoadTestCommand: AsyncParsableCommand {
     @Option(name: .customLong("server-setting"),
             help: ArgumentHelp("A setting of the app as NAME=VALUE (repeatable), e.g. EVENT_LOOP_THREADS=2, to compare configurations", valueName: "NAME=VALUE"))
     var serverSettings: [String] = []
+    @Flag(inversion: .prefixedNo,
+          help: "Run this process's threads (browsers, emulator) under SCHED_BATCH so that they never preempt the separate server mid-request")
+    var yieldToServer = true
 
     /// `--server-setting`s by name.
     var settingOverrides: [String: String] {
@@ -61,7 +64,8 @@ struct LoadTestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = makeLogger(level: logLevel)
-        let options = LoadOptions(concurrency: concurrency, latencyMs: latencyMs, duration: duration, warmup: warmup)
+        let options = LoadOptions(concurrency: concurrency, latencyMs: latencyMs, duration: duration, warmup: warmup,
+                                  yieldToServer: yieldToServer)
         let report: LoadReport
         do {
             report = try await LoadEnvironment.run(databaseURL: databaseUrl, inProcess: inProcess, logLevel: logLevel,
@@ -83,6 +87,7 @@ struct LoadOptions: Sendable {
     var latencyMs: Int
     var duration: Double
     var warmup: Double
+    var yieldToServer: Bool
 }
 
 /// One load run over a started environment.
@@ -110,6 +115,8 @@ struct LoadRun: Sendable {
     private func run(_ http: CurlHTTPClient) async throws -> LoadReport {
         let configuration = environment.configuration
         let appURL = environment.appURL
+        // Only beside a server of its own process; in-process the server's threads are this process's.
+        let scheduling = environment.server != nil && options.yieldToServer ? LoadGeneratorScheduling.yieldToServer() : "normal"
         let roundTrip = try await loopbackRoundTrip(http)
         let (floor, floorProbe) = try await cryptoFloor(http)
         await environment.emulator.injectFault(
@@ -190,6 +197,7 @@ struct LoadRun: Sendable {
             ratioToFloorAfterIdle: floorAfterIdle > 0 ? cpuPerSignIn / floorAfterIdle : 0,
             serverCPUCores: readings.serverCPU / options.duration,
             loadGeneratorCPUCores: environment.server == nil ? nil : readings.ownCPU / options.duration,
+            loadGeneratorScheduling: scheduling,
             cores: ProcessInfo.processInfo.activeProcessorCount,
             serverPeakRSSMegabytes: serverMemory.peak, serverRSSAtEndMegabytes: serverMemory.current,
             loadGeneratorPeakRSSMegabytes: environment.server == nil ? nil : ownMemory.peak,

@@ -38,6 +38,8 @@ struct LoadTestCommandTests {
         #expect(abs(idleRatio - cpu / idleFloor) < 0.01 * idleRatio)
         #expect(try #require(json["serverPeakRSSMegabytes"] as? Double) > 1)
         #expect(json["loadGeneratorCPUCores"] is Double)
+        // Its own threads yield to the server's (--yield-to-server, the default); a refusal would say why.
+        #expect(json["loadGeneratorScheduling"] as? String == "batch")
         #expect(String(describing: json["database"] ?? "").hasPrefix("sqlite:"))
         #expect(output.contains("server CPU") && output.contains("floor") && output.contains("floor after idle"))
 

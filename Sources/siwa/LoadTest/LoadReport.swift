@@ -71,6 +71,9 @@ struct LoadReport: Codable, Sendable {
     var serverCPUCores: Double
     /// This process's (emulator and load generator) CPU seconds per second; nil in-process.
     var loadGeneratorCPUCores: Double?
+    /// "batch" when this process's threads ran under `SCHED_BATCH` beside the server's process
+    /// (`--yield-to-server`, the default), else "normal" and why.
+    var loadGeneratorScheduling: String
     var cores: Int
     /// Peak resident memory (VmHWM) of the server's process, in MB; in-process it includes everything.
     var serverPeakRSSMegabytes: Double
@@ -104,8 +107,8 @@ struct LoadReport: Codable, Sendable {
           floor after idle      \(fmt(floorAfterIdleMicrosecondsPerSignIn)) µs per sign-in (the same verifications one at a time, \
         each after \(fmt(floorIdleMilliseconds)) ms asleep, the mean interval between sign-ins); server CPU is \
         \(fmt(ratioToFloorAfterIdle)) × that
-          load generator        \(loadGeneratorCPUCores.map { "\(fmt($0)) cores (emulator and browsers, this process)" } ?? "in the server's process"); \
-        machine load average \(fmt(loadAverage))
+          load generator        \(loadGeneratorCPUCores.map { "\(fmt($0)) cores (emulator and browsers, this process)" } ?? "in the server's process"), \
+        scheduling \(loadGeneratorScheduling); machine load average \(fmt(loadAverage))
           server peak RSS       \(fmt(serverPeakRSSMegabytes)) MB (VmHWM of the server's process\(server == "process" ? "" : ", \(inProcessNote)")); \
         \(fmt(serverRSSAtEndMegabytes)) MB at the end
         """)
