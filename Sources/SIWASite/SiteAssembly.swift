@@ -70,8 +70,8 @@ public enum Site {
         httpConfiguration.maximumTotalConnections = 1024
         httpConfiguration.completionHandoff = EventLoopHandoff.current
         // Apple's answer never preempts a request being answered: it waits for a free core or that
-        // request's turn to end (`siwa loadtest`, interleaved: 543-573 against 577-603 us per sign-in
-        // at 512 browsers, and see README "Performance").
+        // request's turn to end (`siwa loadtest` at 512 browsers: lower in six interleaved pairs of six,
+        // ~4.5 %; README "Performance").
         httpConfiguration.networkThreadYields = true
         return CurlHTTPClient(configuration: httpConfiguration)
     }

@@ -204,12 +204,13 @@ struct LoadRun: Sendable {
             loadAverage: ProcessStats.loadAverage())
     }
 
-    /// The floor of one sign-in on this machine, now: the app's JOSE code verifying two id_tokens as the
-    /// emulator signs them, with the key the emulator publishes (fetched like the app fetches it).
     /// The pause before each verification of the floor after idle: the mean interval between sign-ins,
     /// kept within these seconds.
     static let idleRange = 0.001...0.020
 
+    /// The floor of one sign-in on this machine, now: the app's JOSE code verifying two id_tokens as the
+    /// emulator signs them, with the key the emulator publishes (fetched like the app fetches it); and
+    /// the token and key, for the floor after idle.
     private func cryptoFloor(_ http: CurlHTTPClient) async throws -> (Double, (idToken: String, key: RSAPublicKey)) {
         let configuration = environment.configuration
         let person = await environment.emulator.createPerson(givenName: "Floor", familyName: "Probe", email: "floor@example.com")
