@@ -148,6 +148,8 @@ let package = Package(
             name: "siwa",
             dependencies: [
                 "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "EventLoopExecutor",
+                // `siwa loadtest` puts its threads under SCHED_BATCH with the call CurlHTTP's thread makes.
+                "CCurl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -176,7 +178,7 @@ let package = Package(
         .testTarget(
             name: "CurlHTTPTests",
             dependencies: [
-                "CurlHTTP",
+                "CurlHTTP", "CCurl",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -171,13 +171,16 @@ static inline void siwa_curl_events_close(siwa_curl_events *events) {
     close(events->epoll_fd);
 }
 
-/* Puts the calling thread under Linux's SCHED_BATCH, its nice value unchanged: its wake-ups then never
-   preempt the thread running on that core (it runs when a core is free or the running thread's turn
-   ends), which any thread may ask for itself without privileges. 0 on success, otherwise an errno value.
-   SCHED_BATCH is 3 in Linux's ABI; <sched.h> names it only under _GNU_SOURCE. */
-static inline int siwa_thread_schedule_as_batch(void) {
+/* SCHED_BATCH in Linux's ABI: <sched.h> names it only under _GNU_SOURCE, which Swift's Glibc lacks. */
+#define SIWA_SCHED_BATCH 3
+
+/* Puts thread `thread` (a kernel thread id of this process; 0: the calling thread) under SCHED_BATCH,
+   its nice value unchanged: its wake-ups then never preempt the thread running on that core (it runs
+   when a core is free or the running thread's turn ends). A process may ask this for its own threads
+   without privileges. 0 on success, otherwise an errno value. */
+static inline int siwa_thread_schedule_as_batch(pid_t thread) {
     struct sched_param param = {0};
-    return sched_setscheduler(0, 3 /* SCHED_BATCH */, &param) == 0 ? 0 : errno;
+    return sched_setscheduler(thread, SIWA_SCHED_BATCH, &param) == 0 ? 0 : errno;
 }
 
 /* Names the calling thread for the kernel (/proc/self/task/TID/comm, top -H, perf); at most 15 bytes

@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 import Testing
 
@@ -226,7 +227,7 @@ struct CurlHTTPClientTests {
     }
 
     @Test("networkThreadYields puts the network thread under SCHED_BATCH; by default it keeps the usual policy",
-          arguments: [(false, SCHED_OTHER), (true, Int32(3) /* SCHED_BATCH */)])
+          arguments: [(false, SCHED_OTHER), (true, Int32(SIWA_SCHED_BATCH))])
     func networkThreadPolicy(yields: Bool, policy: Int32) async throws {
         var configuration = CurlHTTPClient.Configuration()
         configuration.networkThreadYields = yields

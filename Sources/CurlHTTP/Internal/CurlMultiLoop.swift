@@ -88,7 +88,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             // Foundation's `Thread.current.name` did not always reach the kernel (a test that read
             // /proc/self/task/TID/comm found the Dispatch worker's name it was created from).
             _ = siwa_current_thread_set_name(Self.threadName)
-            if yields { _ = siwa_thread_schedule_as_batch() }
+            if yields { _ = siwa_thread_schedule_as_batch(0) }
             networkThreadID.withLock { $0 = siwa_current_thread_id() }
             run()
         }

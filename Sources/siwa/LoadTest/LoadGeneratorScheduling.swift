@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 
 /// The load test's own threads — the virtual browsers and the emulator standing in for Apple — under
@@ -9,9 +10,6 @@ import Foundation
 /// keep their share of the CPU (the nice value is unchanged). The server's process keeps the usual
 /// policy: it was started before, and a policy is inherited only by what a thread creates afterwards.
 enum LoadGeneratorScheduling {
-    /// `SCHED_BATCH` in Linux's ABI (Glibc's module does not name it).
-    static let batchPolicy: Int32 = 3
-
     /// Puts every thread of this process under `SCHED_BATCH` (threads created later inherit it from the
     /// thread creating them). Returns "batch", or why not (a thread may refuse, e.g. under a seccomp
     /// profile that forbids `sched_setscheduler`).
@@ -20,9 +18,10 @@ enum LoadGeneratorScheduling {
         var refused: Int32 = 0
         for task in tasks {
             guard let thread = pid_t(task) else { continue }
-            var parameters = sched_param()
-            // A thread that ended since the listing (ESRCH) is not a refusal.
-            if sched_setscheduler(thread, batchPolicy, &parameters) != 0, errno != ESRCH { refused = errno }
+            // The call libcurl's network thread makes for itself. A thread that ended since the listing
+            // (ESRCH) is not a refusal.
+            let error = siwa_thread_schedule_as_batch(thread)
+            if error != 0, error != ESRCH { refused = error }
         }
         if tasks.isEmpty { return "normal (no /proc/self/task)" }
         return refused == 0 ? "batch" : "normal (SCHED_BATCH refused: \(String(cString: strerror(refused))))"
