@@ -125,7 +125,6 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             // A head NIO parsed but HTTP's field rules refuse (a method or path it cannot carry).
             var response = HTTPResponse(status: .badRequest)
             response.headerFields[.contentLength] = "0"
-            response.headerFields[.date] = dates.current
             _ = assembly.failed()
             send(head: response, body: nil, end: true, trailers: nil)
             return
@@ -135,7 +134,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             : RequestBody(buffer: body ?? ByteBuffer())
         let channel = context.channel
         let connection = ResponseConnection(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
-        let answer = Answer(responder: responder, logger: logger, dates: dates)
+        let answer = Answer(responder: responder, logger: logger)
         let fullRequest = Request(head: request, body: requestBody)
         Task {
             await connection.write(await answer.response(to: fullRequest, channel: channel))
@@ -150,7 +149,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         let bodyBytes = body?.readableBytes ?? 0
         var buffer = context.channel.allocator.buffer(capacity: 1024 + min(bodyBytes, Self.copiedBodyLimit))
         if let head {
-            encoder.appendHead(head, keepAlive: assembly.keepsConnection, to: &buffer)
+            encoder.appendHead(head, date: dates.current, keepAlive: assembly.keepsConnection, to: &buffer)
             if encoder.closesConnection { assembly.closeAfterResponse() }
         }
         if let body, encoder.appendBodyPrefix(count: bodyBytes, to: &buffer) {
@@ -232,27 +231,25 @@ enum RequestHeadConversion {
     }
 }
 
-/// What a request's Task needs: the responder, the logger, the date header.
+/// What a request's Task needs: the responder and the logger.
 private struct Answer<Responder: HTTPResponder>: Sendable
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     let responder: Responder
     let logger: Logger
-    let dates: HTTPDateHeader
 
-    /// The responder's answer, with the `Date` header; an error that escapes every middleware is a
-    /// 500 with no body (as Hummingbird's server does).
+    /// The responder's answer; an error that escapes every middleware is a 500 with no body (as
+    /// Hummingbird's server does). The channel handler adds the `Date` field as it writes the head.
     func response(to request: Request, channel: any Channel) async -> Response {
         var logger = logger
         logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
         let context = Responder.Context(source: ApplicationRequestContextSource(channel: channel, logger: logger))
-        var response: Response
+        let response: Response
         do {
             response = try await responder.respond(to: request, context: context)
         } catch {
             logger.debug("Unrecognised Error", metadata: ["error.type": .string(String(reflecting: type(of: error)))])
             response = Response(status: .internalServerError)
         }
-        response.headers[.date] = dates.current
         return response
     }
 }

@@ -40,39 +40,77 @@ struct ResponseEncoder {
         self.answersHTTP10 = answersHTTP10
     }
 
-    /// The status line and the fields, the framing and `Connection` fields corrected. `keepAlive`:
-    /// the connection may stay after this response (the request asked for it and the server is not
+    /// The status line and the fields, the framing and `Connection` fields corrected, and `date` as the
+    /// `Date` field (in place of the response's own, else after its fields). `keepAlive`: the
+    /// connection may stay after this response (the request asked for it and the server is not
     /// shutting down).
-    mutating func appendHead(_ response: HTTPResponse, keepAlive: Bool = true, to buffer: inout ByteBuffer) {
-        var fields = response.headerFields
+    ///
+    /// The response's fields are read, never copied: a corrected field is written where the response
+    /// has it (its first occurrence; later ones are dropped), a missing one after the fields, in the
+    /// order `Date`, `Transfer-Encoding`, `Connection`. (Setting them on a copy of `HTTPFields` made
+    /// every response allocate its fields' storage again.)
+    mutating func appendHead(_ response: HTTPResponse, date: String? = nil, keepAlive: Bool = true, to buffer: inout ByteBuffer) {
+        let fields = response.headerFields
         let code = response.status.code
         closesConnection = !keepAlive || (fields.contains(.connection) && Self.namesClose(fields))
+        /// A status without a body carries no framing fields at all.
+        var statusHasNoBody = false
+        var chunked = false
         if code < 200 || code == 204 || code == 304 {
-            fields[.contentLength] = nil
-            fields[.transferEncoding] = nil
+            statusHasNoBody = true
             framing = .none
         } else if fields.contains(.contentLength) {
-            fields[.transferEncoding] = nil
             framing = answersHEAD ? .none : .contentLength
         } else if answersHTTP10 {
-            fields[.transferEncoding] = nil
             framing = answersHEAD ? .none : .untilClose
             closesConnection = true
         } else {
-            fields[.transferEncoding] = "chunked"
+            chunked = true
             framing = answersHEAD ? .none : .chunked
         }
-        if closesConnection {
-            fields[.connection] = "close"
-        } else if answersHTTP10 {
-            fields[.connection] = "keep-alive"
-        }
+        let connection: StaticString? = closesConnection ? "close" : answersHTTP10 ? "keep-alive" : nil
+
         buffer.writeStaticString("HTTP/1.1 ")
         buffer.writeString(String(code))
         buffer.writeStaticString(" ")
         buffer.writeString(response.status.reasonPhrase)
         buffer.writeStaticString("\r\n")
-        Self.appendFields(fields, to: &buffer)
+        var wroteDate = false, wroteTransferEncoding = false, wroteConnection = false
+        for field in fields {
+            switch field.name {
+            case .contentLength where statusHasNoBody:
+                continue
+            case .transferEncoding:
+                guard chunked, !wroteTransferEncoding else { continue }
+                wroteTransferEncoding = true
+                buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
+            case .connection where connection != nil:
+                guard let connection, !wroteConnection else { continue }
+                wroteConnection = true
+                Self.appendConnection(connection, to: &buffer)
+            case .date where date != nil:
+                guard let date, !wroteDate else { continue }
+                wroteDate = true
+                Self.appendDate(date, to: &buffer)
+            default:
+                Self.appendField(field, to: &buffer)
+            }
+        }
+        if let date, !wroteDate { Self.appendDate(date, to: &buffer) }
+        if chunked, !wroteTransferEncoding { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
+        if let connection, !wroteConnection { Self.appendConnection(connection, to: &buffer) }
+        buffer.writeStaticString("\r\n")
+    }
+
+    private static func appendDate(_ date: String, to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("Date: ")
+        buffer.writeString(date)
+        buffer.writeStaticString("\r\n")
+    }
+
+    private static func appendConnection(_ value: StaticString, to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("Connection: ")
+        buffer.writeStaticString(value)
         buffer.writeStaticString("\r\n")
     }
 
@@ -119,11 +157,13 @@ struct ResponseEncoder {
 
     /// `name: value` lines. HTTP types has already refused names and values HTTP cannot carry.
     private static func appendFields(_ fields: HTTPFields, to buffer: inout ByteBuffer) {
-        for field in fields {
-            buffer.writeString(field.name.rawName)
-            buffer.writeStaticString(": ")
-            buffer.writeString(field.value)
-            buffer.writeStaticString("\r\n")
-        }
+        for field in fields { appendField(field, to: &buffer) }
+    }
+
+    private static func appendField(_ field: HTTPField, to buffer: inout ByteBuffer) {
+        buffer.writeString(field.name.rawName)
+        buffer.writeStaticString(": ")
+        buffer.writeString(field.value)
+        buffer.writeStaticString("\r\n")
     }
 }

@@ -38,6 +38,37 @@ struct ResponseEncoderTests {
                 == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Sum: 1\r\n\r\n")
     }
 
+    @Test("the Date field: after the fields when the response has none, in place of the response's own")
+    func dateField() {
+        func wire(_ fields: HTTPFields, answersHTTP10: Bool = false, keepAlive: Bool = true) -> String {
+            var encoder = ResponseEncoder(answersHEAD: false, answersHTTP10: answersHTTP10)
+            var buffer = ByteBuffer()
+            encoder.appendHead(Self.response(.ok, fields), date: "Thu, 26 Nov 2026 12:00:00 GMT", keepAlive: keepAlive, to: &buffer)
+            return String(buffer: buffer)
+        }
+        #expect(wire([.contentType: "text/plain", .contentLength: "0"])
+                == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nDate: Thu, 26 Nov 2026 12:00:00 GMT\r\n\r\n")
+        #expect(wire([.date: "Mon, 01 Jan 2024 00:00:00 GMT", .contentLength: "0", .date: "again"])
+                == "HTTP/1.1 200 OK\r\nDate: Thu, 26 Nov 2026 12:00:00 GMT\r\nContent-Length: 0\r\n\r\n")
+        // The fields the encoder adds follow the date, in the order Date, Transfer-Encoding, Connection.
+        #expect(wire([.contentType: "text/plain"], keepAlive: false)
+                == "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Thu, 26 Nov 2026 12:00:00 GMT\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        // Without a date to give, the response's own stays.
+        #expect(Self.wire(Self.response(.ok, [.date: "Mon, 01 Jan 2024 00:00:00 GMT", .contentLength: "0"]), parts: [])
+                == "HTTP/1.1 200 OK\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 0\r\n\r\n")
+    }
+
+    @Test("a corrected field stays where the response has it; its repeats go")
+    func correctedInPlace() {
+        #expect(Self.wire(Self.response(.ok, [.transferEncoding: "gzip", .eTag: "\"e\"", .transferEncoding: "chunked"]), parts: ["ok"])
+                == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nETag: \"e\"\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+        #expect(Self.wire(Self.response(.ok, [.connection: "upgrade", .contentLength: "2", .connection: "x"]), parts: ["ok"], keepAlive: false)
+                == "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+        // A Connection field is the response's own business while the connection stays open on HTTP/1.1.
+        #expect(Self.wire(Self.response(.ok, [.connection: "upgrade", .contentLength: "2"]), parts: ["ok"])
+                == "HTTP/1.1 200 OK\r\nConnection: upgrade\r\nContent-Length: 2\r\n\r\nok")
+    }
+
     @Test("Content-Length wins over Transfer-Encoding")
     func contentLengthWins() {
         #expect(Self.wire(Self.response(.ok, [.transferEncoding: "chunked", .contentLength: "2"]), parts: ["ok"])
