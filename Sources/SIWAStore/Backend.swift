@@ -105,9 +105,11 @@ enum Backend: @unchecked Sendable {
         case .sqlite(let pool, _):
             return try await pool.withReader { try await body($0) }
         case .postgres(let pool, _):
-            return try await pool.withConnection(logger: logger) { connection in
-                connection.eventLoop.makeFutureWithTask { try await body(connection.sql()) }
-            }.get()
+            // Requested and released around `body`, which runs in the caller's task: the pool's own
+            // `withConnection` takes a closure returning a future, which cost a new Task for every use.
+            let connection = try await pool.requestConnection(logger: logger).get()
+            defer { pool.releaseConnection(connection, logger: logger) }
+            return try await body(connection.sql())
         }
     }
 
