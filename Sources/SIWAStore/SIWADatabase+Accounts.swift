@@ -37,10 +37,19 @@ extension SIWADatabase {
 
     private func completeSignIn(_ s: NewSignIn, nameFromFallbackTable: Bool) async throws -> (UserAccount, Bool)? {
         let lock = dialect.forUpdate
+        let touchesWithReturning = dialect.touchesAccountWithReturning
         return try await transaction { sql in
             var s = s
             var created = false
-            var account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
+            var account: UserAccount?
+            // Whether the account's sign-in times are written already.
+            var touched = false
+            if touchesWithReturning {
+                account = try await Self.touchUser(sql, sub: s.appleSub, now: s.now)
+                touched = account != nil
+            } else {
+                account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
+            }
             if account == nil, let oldSub = s.transferFromSub, oldSub != s.appleSub {
                 account = try await Self.transfer(sql, from: oldSub, to: s.appleSub, now: s.now)
             }
@@ -68,6 +77,7 @@ extension SIWADatabase {
                 created = account != nil
                 if account == nil {
                     account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
+                    touched = false
                 }
             }
             guard var user = account else {
@@ -90,11 +100,13 @@ extension SIWADatabase {
                 if user.hasSameProfile(as: stored) {
                     // Most sign-ins are returning people with nothing new. Naming `email` in the SET list
                     // would rewrite its index entry for the same value (on SQLite one more WAL page per
-                    // sign-in), so only the times are written.
-                    try await sql.raw("""
-                        UPDATE users SET updated_at = \(bind: s.now), last_sign_in_at = \(bind: s.now)
-                        WHERE id = \(bind: user.id)
-                        """).run()
+                    // sign-in), so only the times are written, unless `touchUser` has written them.
+                    if !touched {
+                        try await sql.raw("""
+                            UPDATE users SET updated_at = \(bind: s.now), last_sign_in_at = \(bind: s.now)
+                            WHERE id = \(bind: user.id)
+                            """).run()
+                    }
                 } else {
                     try await sql.raw("""
                         UPDATE users SET email = \(bind: user.email), email_verified = \(bind: user.emailVerified),
@@ -232,6 +244,16 @@ extension SIWADatabase {
     }
 
     // MARK: - Helpers shared by the use cases
+
+    /// The account of `sub` with its sign-in times set to `now` (the row as it now is), or nil. The
+    /// `UPDATE` also locks the row for the rest of the transaction.
+    private static func touchUser(_ sql: any SQLDatabase, sub: String, now: Int64) async throws -> UserAccount? {
+        try await sql.raw("""
+            UPDATE users SET updated_at = \(bind: now), last_sign_in_at = \(bind: now)
+            WHERE apple_sub = \(bind: sub)
+            RETURNING \(unsafeRaw: Columns.userList)
+            """).first()?.userAccount()
+    }
 
     static func findUser(_ sql: any SQLDatabase, sub: String, lock: String = "") async throws -> UserAccount? {
         try await sql.raw("""
