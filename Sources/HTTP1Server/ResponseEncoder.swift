@@ -53,7 +53,7 @@ struct ResponseEncoder {
         let fields = response.headerFields
         let code = response.status.code
         closesConnection = !keepAlive || (fields.contains(.connection) && Self.namesClose(fields))
-        /// A status without a body carries no framing fields at all.
+        // A status without a body carries no framing fields at all.
         var statusHasNoBody = false
         var chunked = false
         if code < 200 || code == 204 || code == 304 {

@@ -77,7 +77,6 @@ extension SIWADatabase {
                 created = account != nil
                 if account == nil {
                     account = try await Self.findUser(sql, sub: s.appleSub, lock: lock)
-                    touched = false
                 }
             }
             guard var user = account else {

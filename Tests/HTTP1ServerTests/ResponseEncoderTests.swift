@@ -40,8 +40,8 @@ struct ResponseEncoderTests {
 
     @Test("the Date field: after the fields when the response has none, in place of the response's own")
     func dateField() {
-        func wire(_ fields: HTTPFields, answersHTTP10: Bool = false, keepAlive: Bool = true) -> String {
-            var encoder = ResponseEncoder(answersHEAD: false, answersHTTP10: answersHTTP10)
+        func wire(_ fields: HTTPFields, keepAlive: Bool = true) -> String {
+            var encoder = ResponseEncoder(answersHEAD: false)
             var buffer = ByteBuffer()
             encoder.appendHead(Self.response(.ok, fields), date: "Thu, 26 Nov 2026 12:00:00 GMT", keepAlive: keepAlive, to: &buffer)
             return String(buffer: buffer)
