@@ -44,7 +44,7 @@ public enum Site {
         if let given = overrides.database {
             database = given
         } else {
-            database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
+            database = try await SIWADatabase.open(configuration.databaseURL, logger: logger, poolSize: configuration.databasePoolSize)
             try await database.migrate()
         }
         let now = overrides.now ?? { Int64(Date().timeIntervalSince1970) }

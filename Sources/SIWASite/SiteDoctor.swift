@@ -38,7 +38,7 @@ public enum SiteDoctor {
         var logger = Logger(label: "siwa.doctor")
         logger.logLevel = .error
         do {
-            let database = try await SIWADatabase.open(configuration.databaseURL, logger: logger)
+            let database = try await SIWADatabase.open(configuration.databaseURL, logger: logger, poolSize: configuration.databasePoolSize)
             try await database.ping()
             try await database.migrate()
             try await database.close()

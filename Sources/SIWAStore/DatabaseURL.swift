@@ -28,6 +28,12 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     /// Only meaningful for PostgreSQL.
     public let tlsMode: TLSMode
 
+    /// A PostgreSQL database (not SQLite).
+    public var isPostgres: Bool {
+        if case .postgres = kind { return true }
+        return false
+    }
+
     /// Builds a URL from its parts.
     public init(kind: Kind, tlsMode: TLSMode = .disable) {
         self.kind = kind

@@ -66,6 +66,8 @@ struct ConfigurationTests {
         ("SIWA_DEMO", "maybe"),
         ("EVENT_LOOP_THREADS", "0"),
         ("EVENT_LOOP_THREADS", "many"),
+        ("POSTGRES_MAX_CONNECTIONS", "0"),
+        ("POSTGRES_MAX_CONNECTIONS", "lots"),
     ])
     func badSetting(name: String, value: String) throws {
         var values = productionSettings
@@ -169,6 +171,20 @@ struct ConfigurationTests {
         #expect(configuration.clientSecretLifetime == .seconds(7_200))
         values["APPLE_CLIENT_SECRET_LIFETIME"] = "7200.5"
         #expect(failure(values)?.setting == "APPLE_CLIENT_SECRET_LIFETIME")
+    }
+
+    @Test("POSTGRES_MAX_CONNECTIONS: 4 per core, at least 16, by default; the pool size for PostgreSQL only")
+    func postgresMaxConnections() throws {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var values = productionSettings
+        let sqlite = try SIWAConfiguration.load(from: values)
+        #expect(sqlite.postgresMaxConnections == max(16, 4 * cores))
+        #expect(sqlite.databasePoolSize == nil)
+        values["DATABASE_URL"] = "postgres://siwa:secret@db.internal:5432/siwa"
+        #expect(try SIWAConfiguration.load(from: values).databasePoolSize == max(16, 4 * cores))
+        values["POSTGRES_MAX_CONNECTIONS"] = "40"
+        #expect(try SIWAConfiguration.load(from: values).databasePoolSize == 40)
+        #expect(try SIWAConfiguration.load(SettingSources(environment: values, flags: ["POSTGRES_MAX_CONNECTIONS": "12"])).databasePoolSize == 12)
     }
 
     @Test("EVENT_LOOP_THREADS: half the cores by default, at least one; read alone (before the event loops start), a bad value counts as unset")

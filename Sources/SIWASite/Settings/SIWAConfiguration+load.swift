@@ -86,6 +86,7 @@ extension SIWAConfiguration {
         configuration.clientSecretLifetime = try sources.defaulted(S.clientSecretLifetime)
         configuration.logLevel = try sources.defaulted(S.logLevel)
         configuration.eventLoopThreads = try sources.defaulted(S.eventLoopThreads)
+        configuration.postgresMaxConnections = try sources.defaulted(S.postgresMaxConnections)
         configuration.maximumPendingAuthorizations = try sources.defaulted(S.maximumPendingAuthorizations)
         configuration.maximumPendingAuthorizationsPerClient = try sources.defaulted(S.maximumPendingAuthorizationsPerClient)
         configuration.trustedProxies = try sources.defaulted(S.trustedProxies)

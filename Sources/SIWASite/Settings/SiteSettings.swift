@@ -96,6 +96,12 @@ public enum SiteSettings {
         default: SIWAConfiguration.defaultEventLoopThreads, defaultText: "half the cores, at least 1",
         parse: Parse.wholeNumber(in: 1...256, "must be a number of threads from 1 to 256"),
         summary: { String($0.eventLoopThreads) })
+    static let postgresMaxConnections = Setting<Int>(
+        "POSTGRES_MAX_CONNECTIONS", flag: "postgres-max-connections",
+        meaning: "connections this instance opens to PostgreSQL at most (requests beyond them wait); with several instances keep their sum under the server's `max_connections`",
+        default: SIWADatabase.defaultPostgresPoolSize, defaultText: "4 per core, at least 16",
+        parse: Parse.wholeNumber(in: 1...10_000, "must be a number of connections from 1 to 10000"),
+        summary: { $0.databaseURL.isPostgres ? String($0.postgresMaxConnections) : nil })
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
@@ -163,7 +169,7 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, eventLoopThreads.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        siteName.row, logLevel.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,
     ]

@@ -76,6 +76,12 @@ public struct SIWAConfiguration: Sendable {
     public static var defaultEventLoopThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount / 2) }
     /// Where `templates/` and `Public/` are.
     public var resources: SiteResources
+    /// Connections this instance opens to PostgreSQL at most (`POSTGRES_MAX_CONNECTIONS`); requests
+    /// beyond them wait for one. Not used with SQLite.
+    public var postgresMaxConnections: Int = SIWADatabase.defaultPostgresPoolSize
+    /// The pool size to open `databaseURL` with: ``postgresMaxConnections`` on PostgreSQL, SQLite's own
+    /// default otherwise.
+    public var databasePoolSize: Int? { databaseURL.isPostgres ? postgresMaxConnections : nil }
     /// Most sign-ins in progress (unexpired, unused pending authorizations) at once; past it `/auth/apple`
     /// answers 503. The per-IP rate limit cannot bound this table against many addresses; this can.
     public var maximumPendingAuthorizations: Int = 20_000
