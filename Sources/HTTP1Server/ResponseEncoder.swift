@@ -83,7 +83,7 @@ struct ResponseEncoder {
             case .transferEncoding:
                 guard chunked, !wroteTransferEncoding else { continue }
                 wroteTransferEncoding = true
-                buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
+                Self.appendChunked(to: &buffer)
             case .connection where connection != nil:
                 guard let connection, !wroteConnection else { continue }
                 wroteConnection = true
@@ -97,7 +97,7 @@ struct ResponseEncoder {
             }
         }
         if let date, !wroteDate { Self.appendDate(date, to: &buffer) }
-        if chunked, !wroteTransferEncoding { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
+        if chunked, !wroteTransferEncoding { Self.appendChunked(to: &buffer) }
         if let connection, !wroteConnection { Self.appendConnection(connection, to: &buffer) }
         buffer.writeStaticString("\r\n")
     }
@@ -106,6 +106,10 @@ struct ResponseEncoder {
         buffer.writeStaticString("Date: ")
         buffer.writeString(date)
         buffer.writeStaticString("\r\n")
+    }
+
+    private static func appendChunked(to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
     }
 
     private static func appendConnection(_ value: StaticString, to buffer: inout ByteBuffer) {
