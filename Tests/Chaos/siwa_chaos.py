@@ -2,10 +2,23 @@
 """Chaos drivers for siwa: a real `siwa serve` and a real `siwa emulator` on loopback, driven by real
 sign-ins over HTTP, while the database or the process is made to fail.
 
-    siwa_chaos.py postgres-restart [--outage 8]       PostgreSQL stopped and started under load
-    siwa_chaos.py disk-full                           SQLite on a 2 MB tmpfs, filled up (root)
-    siwa_chaos.py crash [--load-seconds 6]            kill -9 under load, then restart
-    siwa_chaos.py soak --seconds 600                  steady load; RSS and fd counts over time
+    Tests/run-python-suite chaos crash [--load-seconds 6]     kill -9 under load, then restart: integrity_check,
+                                                             every 303'd sign-in intact, every `user` JSON committed
+                                                             before its exchange kept, failing revocations retried
+    Tests/run-python-suite chaos disk-full                    SQLite on a 2 MB tmpfs, filled up: 503 pages, no 500,
+                                                             recovery, integrity_check (root: it mounts a tmpfs)
+    Tests/run-python-suite chaos postgres-restart [--outage 8]  PostgreSQL stopped and started under load: 503s, no
+                                                             crash, recovery without a restart (root; a dedicated
+                                                             cluster 15/siwa_chaos, never `main` without --yes-main)
+    Tests/run-python-suite chaos instances                    two `siwa serve` on one PostgreSQL, one killed -9:
+                                                             303'd sign-ins intact, revocations delivered once (root)
+    Tests/run-python-suite chaos soak --seconds 600           steady load (10 minutes after 30 s warm-up): RSS growth
+                                                             under 10%, no file-descriptor growth
+    Tests/run-python-suite chaos ci                           the short versions scripts/test runs (SIWA_CHAOS=0
+                                                             skips them; those needing root are skipped without it)
+
+The siwa executable: --siwa (or --binary) before the scenario, else $SIWA_BIN, else .build/debug/siwa, else
+.build/release/siwa.
 
 Each prints what it checks, one line per check (`ok` / `FAIL`), and the numbers it measured, and
 exits non-zero when a check fails. Only loopback is used; every loop is bounded in count and time.
@@ -16,114 +29,38 @@ the app can be killed while "Apple" keeps its state and faults; and the soak mea
 """
 import argparse
 import base64
-import http.client
-import json
 import os
 import random
 import re
-import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from siwa_testkit import (Browser, Emulator, Processes, Report, StartupError, free_port, free_ports, remove_directory,
+                          request, siwa_binary, siwa_environment, temporary_directory)
+
 TEAM_ID = "CHAOSTEAM1"
 KEY_ID = "CHAOSKEY01"
 CLIENT_ID = "dev.siwa.chaos.web"
 
-failures = []
+report = Report("chaos")
+check, note, failures = report.check, report.note, report.failures
 
 
-def check(condition, message):
-    print(("ok    " if condition else "FAIL  ") + message, flush=True)
-    if not condition:
-        failures.append(message)
-    return condition
-
-
-def note(message):
-    print("      " + message, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# --------------------------------------------------------------------------------------------- HTTP
-
-class Response:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
-
-    @property
-    def text(self):
-        return self.body.decode("utf-8", "replace")
-
-    @property
-    def page(self):
-        m = re.search(r'data-page="([^"]*)"', self.text)
-        return m.group(1) if m else None
-
-    def header(self, name):
-        for key, value in self.headers:
-            if key.lower() == name.lower():
-                return value
-        return None
-
-    def cookies(self):
-        out = {}
-        for key, value in self.headers:
-            if key.lower() == "set-cookie":
-                pair = value.split(";", 1)[0]
-                if "=" in pair:
-                    k, v = pair.split("=", 1)
-                    out[k.strip()] = v.strip()
-        return out
-
-
-def request(port, method, path, body=None, headers=None, timeout=15):
-    """One request on a fresh connection (no redirects followed). Raises OSError on transport errors."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        connection.request(method, path, body=body, headers=headers or {})
-        response = connection.getresponse()
-        return Response(response.status, response.getheaders(), response.read())
-    finally:
-        connection.close()
-
-
-class Browser:
-    """A cookie jar (name → value; paths are ignored, which is harmless for these flows)."""
+class AppBrowser(Browser):
+    """The kit's browser, pointed at one `siwa serve`: `send(method, path, form)`."""
 
     def __init__(self, port):
-        self.port, self.jar = port, {}
+        super().__init__(timeout=15)
+        self.base = f"http://127.0.0.1:{port}"
 
-    def send(self, method, path, form=None, timeout=15):
-        headers = {}
-        if self.jar:
-            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.jar.items())
-        body = None
-        if form is not None:
-            body = urllib.parse.urlencode(form)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        response = request(self.port, method, path, body, headers, timeout)
-        for k, v in response.cookies().items():
-            if v:
-                self.jar[k] = v
-            else:
-                self.jar.pop(k, None)
-        return response
+    def send(self, method, path, form=None):
+        return self.request(method, self.base + path, form=form)
 
-
-# ------------------------------------------------------------------------------------------ Servers
 
 class Stack:
     """`siwa emulator` + `siwa serve` (production mode pointed at the emulator) in `workdir`."""
@@ -142,104 +79,86 @@ class Stack:
                 f.write(base64.b64encode(os.urandom(32)).decode())
         with open(token_key_path) as f:
             self.token_key = f.read().strip()
-        self.app_port, self.emulator_port = free_port(), free_port()
+        self.app_port, self.emulator_port = free_ports(2)
         self.redirect_uri = f"https://localhost:{self.app_port}/auth/apple/callback"
+        self.processes = Processes(workdir)
         self.app = None
         self.emulator = None
-        self.app_log = os.path.join(workdir, "app.log")
+        self.app_log = "app"
+
+    @property
+    def apple(self):
+        """The emulator's admin API."""
+        return Emulator(f"http://127.0.0.1:{self.emulator_port}", timeout=15)
 
     # -- processes
 
     def start_emulator(self):
-        log = open(os.path.join(self.workdir, "emulator.log"), "ab")
-        self.emulator = subprocess.Popen(
-            [self.binary, "emulator", "--port", str(self.emulator_port), "--client-id", CLIENT_ID,
-             "--team-id", TEAM_ID, "--key-id", KEY_ID, "--redirect-uri", self.redirect_uri,
-             "--public-key", self.key_path, "--log-level", "warning",
-             # the app runs on https://localhost, a redirect URI Apple (and the emulator) refuse
-             "--allow-insecure-redirect-uris"],
-            cwd=ROOT, stdout=log, stderr=log)
+        self.emulator = self.processes.start("emulator", [
+            self.binary, "emulator", "--port", str(self.emulator_port), "--client-id", CLIENT_ID,
+            "--team-id", TEAM_ID, "--key-id", KEY_ID, "--redirect-uri", self.redirect_uri,
+            "--public-key", self.key_path, "--log-level", "warning",
+            # the app runs on https://localhost, a redirect URI Apple (and the emulator) refuse
+            "--allow-insecure-redirect-uris"], env=siwa_environment())
         self.wait_until(lambda: self.ping(self.emulator_port, "/emulator/admin/faults"), "emulator up")
 
     def start_app(self, wait_healthy=True):
-        env = dict(os.environ)
-        env.update({
-            "APPLE_TEAM_ID": TEAM_ID, "APPLE_KEY_ID": KEY_ID, "APPLE_CLIENT_ID": CLIENT_ID,
-            "APPLE_PRIVATE_KEY_PATH": self.key_path, "APPLE_REDIRECT_URI": self.redirect_uri,
-            "APPLE_BASE_URL": f"http://127.0.0.1:{self.emulator_port}", "PUBLIC_URL": f"http://localhost:{self.app_port}",
-            "PORT": str(self.app_port), "HOST": "127.0.0.1", "DATABASE_URL": self.database_url,
-            "TOKEN_ENCRYPTION_KEY": self.token_key, "APPLE_TIMEOUT": "5",
+        env = siwa_environment(
+            APPLE_TEAM_ID=TEAM_ID, APPLE_KEY_ID=KEY_ID, APPLE_CLIENT_ID=CLIENT_ID,
+            APPLE_PRIVATE_KEY_PATH=self.key_path, APPLE_REDIRECT_URI=self.redirect_uri,
+            APPLE_BASE_URL=f"http://127.0.0.1:{self.emulator_port}", PUBLIC_URL=f"http://localhost:{self.app_port}",
+            PORT=self.app_port, HOST="127.0.0.1", DATABASE_URL=self.database_url,
+            TOKEN_ENCRYPTION_KEY=self.token_key, APPLE_TIMEOUT=5,
             # the load comes from one address: no per-client limits
-            "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0",
-            "LOG_LEVEL": "notice", "DATA_DIR": self.workdir,
-        })
-        env.update(self.extra_env)
-        log = open(self.app_log, "ab")
-        self.app = subprocess.Popen([self.binary, "serve"], cwd=ROOT, env=env, stdout=log, stderr=log)
+            RATE_LIMIT_PER_MINUTE=0, MAX_PENDING_AUTHORIZATIONS_PER_CLIENT=0,
+            LOG_LEVEL="notice", DATA_DIR=self.workdir, **self.extra_env)
+        self.app = self.processes.start("app", [self.binary, "serve"], env=env, log=self.app_log)
         if wait_healthy:
             self.wait_until(lambda: self.health() == 200, "app healthy")
         return self.app.pid
 
     def stop(self):
         for process in (self.app, self.emulator):
-            if process and process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            if process:
+                self.processes.stop(process)
 
     def app_alive(self):
         return self.app is not None and self.app.poll() is None
 
     def wait_until(self, condition, what, seconds=60):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if self.app is not None and self.app.poll() is not None and what.startswith("app"):
-                break
-            try:
-                if condition():
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.2)
-        tail = ""
-        if os.path.exists(self.app_log):
-            with open(self.app_log, "rb") as f:
-                tail = f.read()[-2000:].decode("utf-8", "replace")
-        raise SystemExit(f"FAIL  {what} within {seconds} s\n{tail}")
+        """Waits for `condition`; a wait about the app ("app …") ends at once when the app exits. Running
+        out of time ends the scenario: SystemExit with the app log's end."""
+        try:
+            self.processes.wait_until(condition, what, seconds,
+                                      watch=[self.app] if what.startswith("app") and self.app else [])
+        except StartupError as error:
+            raise SystemExit(f"FAIL  {error}\n{self.processes.tail(self.app_log) if self.app else ''}")
+        return True
 
     @staticmethod
     def ping(port, path):
-        return request(port, "GET", path, timeout=3).status == 200
+        return request("GET", f"http://127.0.0.1:{port}{path}", timeout=3).status == 200
 
     def health(self):
         try:
-            return request(self.app_port, "GET", "/healthz", timeout=5).status
+            return request("GET", f"http://127.0.0.1:{self.app_port}/healthz", timeout=5).status
         except OSError:
             return None
 
     # -- emulator admin API
 
     def admin(self, method, path, body=None):
-        response = request(self.emulator_port, method, "/emulator/admin/" + path,
-                           None if body is None else json.dumps(body), {"Content-Type": "application/json"})
-        if response.status >= 300:
-            raise RuntimeError(f"admin {path}: {response.status} {response.text}")
-        return json.loads(response.body or b"null")
+        return self.apple.call(method, path, body)
 
     def new_person(self, given, family="Chaos"):
-        email = f"{given.lower()}.{random.getrandbits(40):x}@example.com"
-        person = self.admin("POST", "people", {"given_name": given, "family_name": family, "email": email,
-                                                "client_id": CLIENT_ID})
+        person = self.apple.new_person(given, family, CLIENT_ID, email=f"{given.lower()}.{random.getrandbits(40):x}@example.com")
         return person["id"], person["sub"]
 
     def fault(self, endpoint, kind, **extra):
-        self.admin("POST", "faults", dict(endpoint=endpoint, kind=kind, **extra))
+        self.apple.fault(endpoint, kind, **extra)
 
     def clear_faults(self):
-        self.admin("DELETE", "faults")
+        self.apple.clear_faults()
 
     # -- flows
 
@@ -394,7 +313,7 @@ def postgres_restart(args):
     if cluster == "main" and not args.yes_main:
         raise SystemExit("refusing to stop the shared `main` cluster without --yes-main (the test suite uses it)")
     port = prepare_cluster(version, cluster)
-    workdir = tempfile.mkdtemp(prefix="siwa-chaos-pg-")
+    workdir = temporary_directory("chaos-pg")
     stack = Stack(args.binary, workdir, f"postgres://siwa:siwa@127.0.0.1:{port}/siwa_chaos")
     try:
         stack.start_emulator()
@@ -406,7 +325,7 @@ def postgres_restart(args):
         def step(worker, i):
             browser = signed.get(worker)
             if browser is None or i % 4 == 0:
-                browser = Browser(stack.app_port)
+                browser = AppBrowser(stack.app_port)
                 response = stack.sign_in(browser, people[worker][0])
                 if response.status == 303:
                     signed[worker] = browser
@@ -427,7 +346,7 @@ def postgres_restart(args):
         outage_checks = []
         deadline = time.time() + args.outage
         while time.time() < deadline:
-            outage_checks.append((stack.health(), describe(Browser(stack.app_port).send("GET", "/auth/apple"))))
+            outage_checks.append((stack.health(), describe(AppBrowser(stack.app_port).send("GET", "/auth/apple"))))
             time.sleep(0.5)
         during = load.counts(stopped_at + 1.5, time.time())
         check(stack.app_alive() and stack.app.pid == pid, "siwa is still running during the outage")
@@ -450,7 +369,7 @@ def postgres_restart(args):
         after = load.counts(time.time() - args.warmup + 1)
         load.stop()
         check(any(k.startswith("signin:303") for k in after), f"sign-ins succeed again without restarting siwa: {after}")
-        fresh = stack.sign_in(Browser(stack.app_port), stack.new_person("After")[0])
+        fresh = stack.sign_in(AppBrowser(stack.app_port), stack.new_person("After")[0])
         check(fresh.status == 303 and fresh.header("Location") == "/account", f"a new person signs in: {describe(fresh)}")
         check(stack.app_alive() and stack.app.pid == pid, f"the same siwa process (pid {pid}) served throughout")
     finally:
@@ -458,8 +377,7 @@ def postgres_restart(args):
         # the shared cluster is always left running; the dedicated one is ours and is stopped
         action = "start" if cluster == "main" else "stop"
         subprocess.run(["pg_ctlcluster", version, cluster, action], capture_output=True)
-        if not failures:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_directory(workdir, keep=bool(failures))
 
 
 # ------------------------------------------------------------------------------------- disk-full
@@ -475,7 +393,7 @@ def integrity(path):
 def disk_full(args):
     if os.geteuid() != 0:
         raise SystemExit("disk-full needs root (it mounts a tmpfs)")
-    workdir = tempfile.mkdtemp(prefix="siwa-chaos-disk-")
+    workdir = temporary_directory("chaos-disk")
     mount = os.path.join(workdir, "tiny")
     os.makedirs(mount)
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={args.size}", "tmpfs", mount], check=True)
@@ -488,7 +406,7 @@ def disk_full(args):
         people = [stack.new_person(f"Disk{i}") for i in range(args.max_signins)]
         ok_subs = []
         for person_id, sub in people[:5]:
-            if stack.sign_in(Browser(stack.app_port), person_id).status == 303:
+            if stack.sign_in(AppBrowser(stack.app_port), person_id).status == 303:
                 ok_subs.append(sub)
         check(len(ok_subs) == 5, "sign-ins work before the disk fills")
 
@@ -509,7 +427,7 @@ def disk_full(args):
         outcomes = {}
         full_pages = []
         for person_id, sub in people[5:]:
-            browser = Browser(stack.app_port)
+            browser = AppBrowser(stack.app_port)
             response = stack.sign_in(browser, person_id)
             label = describe(response)
             outcomes[label] = outcomes.get(label, 0) + 1
@@ -530,7 +448,7 @@ def disk_full(args):
         # room again: siwa recovers without a restart
         os.remove(filler)
         person_id, sub = stack.new_person("Room")
-        response = stack.sign_in(Browser(stack.app_port), person_id)
+        response = stack.sign_in(AppBrowser(stack.app_port), person_id)
         check(response.status == 303, f"with room again a sign-in works without restarting siwa: {describe(response)}")
         if response.status == 303:
             ok_subs.append(sub)
@@ -550,14 +468,13 @@ def disk_full(args):
     finally:
         stack.stop()
         subprocess.run(["umount", mount], capture_output=True)
-        if not failures:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_directory(workdir, keep=bool(failures))
 
 
 # ----------------------------------------------------------------------------------------- crash
 
 def crash(args):
-    workdir = tempfile.mkdtemp(prefix="siwa-chaos-crash-")
+    workdir = temporary_directory("chaos-crash")
     database = os.path.join(workdir, "siwa.sqlite")
     stack = Stack(args.binary, workdir, f"sqlite:{database}")
     try:
@@ -568,7 +485,7 @@ def crash(args):
         # setup: accounts deleted while Apple's revoke fails → failing items in the outbox
         stack.fault("revoke", "status", status=503)
         for i in range(args.deletions):
-            browser = Browser(stack.app_port)
+            browser = AppBrowser(stack.app_port)
             stack.sign_in(browser, stack.new_person(f"Gone{i}")[0])
             check(stack.delete_account(browser).page == "deleted", f"account {i + 1} deleted while Apple's revoke fails")
 
@@ -593,7 +510,7 @@ def crash(args):
             person_id, sub = stack.new_person(given)
             with person_lock:
                 sent.append(sub)
-            response = stack.sign_in(Browser(stack.app_port), person_id)
+            response = stack.sign_in(AppBrowser(stack.app_port), person_id)
             if response.status == 303 and response.header("Location") == "/account":
                 with person_lock:
                     signed.append((sub, given))
@@ -643,7 +560,7 @@ def crash(args):
         # restart: same data, Apple still refusing revokes until it recovers
         pid2 = stack.start_app()
         note(f"restarted as pid {pid2}")
-        check(stack.sign_in(Browser(stack.app_port), stack.new_person("AfterCrash")[0]).status == 303,
+        check(stack.sign_in(AppBrowser(stack.app_port), stack.new_person("AfterCrash")[0]).status == 303,
               "sign-ins work after the restart")
         pending, failing = outbox()
         check(pending == args.deletions, f"the outbox kept its {args.deletions} revocations across the crash ({pending} pending)")
@@ -659,8 +576,7 @@ def crash(args):
         check(result == "ok", f"PRAGMA integrity_check after the restarted run: {result}")
     finally:
         stack.stop()
-        if not failures:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_directory(workdir, keep=bool(failures))
 
 
 # ------------------------------------------------------------------------------------------ instances
@@ -670,13 +586,13 @@ def instances(args):
     got its 303 (on either) is intact, and every pending revocation is delivered exactly once."""
     version = pg_version()
     port = prepare_cluster(version, args.cluster, database="siwa_instances")
-    workdir = tempfile.mkdtemp(prefix="siwa-chaos-instances-")
+    workdir = temporary_directory("chaos-instances")
     database_url = f"postgres://siwa:siwa@127.0.0.1:{port}/siwa_instances"
     first = Stack(args.binary, workdir, database_url)
     # the second instance: the same settings, keys and database, its own port and process
     second = Stack(args.binary, workdir, database_url)
     second.emulator_port, second.redirect_uri = first.emulator_port, first.redirect_uri
-    second.app_log = os.path.join(workdir, "app-2.log")
+    second.app_log = "app-2"
     try:
         first.start_emulator()
         pid = first.start_app()
@@ -691,7 +607,7 @@ def instances(args):
         deleted = []
         for i in range(args.deletions):
             stack = first if i % 2 == 0 else second
-            browser = Browser(stack.app_port)
+            browser = AppBrowser(stack.app_port)
             person_id, _ = first.new_person(f"Gone{i}")
             stack.sign_in(browser, person_id)
             check(stack.delete_account(browser).page == "deleted", f"account {i + 1} deleted on instance {1 + i % 2} while Apple's revoke fails")
@@ -708,7 +624,7 @@ def instances(args):
             stack = first if worker % 2 == 0 else second
             given = f"Two{worker}x{i}"
             person_id, sub = first.new_person(given)
-            response = stack.sign_in(Browser(stack.app_port), person_id)
+            response = stack.sign_in(AppBrowser(stack.app_port), person_id)
             if response.status == 303 and response.header("Location") == "/account":
                 with lock:
                     signed.append((sub, given))
@@ -752,19 +668,18 @@ def instances(args):
         # the killed instance comes back beside the survivor
         pid3 = first.start_app()
         for stack in (first, second):
-            check(stack.sign_in(Browser(stack.app_port), first.new_person("AfterKill")[0]).status == 303,
+            check(stack.sign_in(AppBrowser(stack.app_port), first.new_person("AfterKill")[0]).status == 303,
                   f"sign-ins work on port {stack.app_port} after the restart (pid {pid3} beside {pid2})")
     finally:
         second.stop()
         first.stop()
-        if not failures:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_directory(workdir, keep=bool(failures))
 
 
 # ------------------------------------------------------------------------------------------ soak
 
 def soak(args):
-    workdir = tempfile.mkdtemp(prefix="siwa-chaos-soak-")
+    workdir = temporary_directory("chaos-soak")
     database_url = args.database_url or f"sqlite:{os.path.join(workdir, 'siwa.sqlite')}"
     stack = Stack(args.binary, workdir, database_url)
     try:
@@ -780,7 +695,7 @@ def soak(args):
         def step(worker, i):
             index = random.randrange(per_worker)
             person_id = people[worker][index][0]
-            browser = Browser(stack.app_port)
+            browser = AppBrowser(stack.app_port)
             response = stack.sign_in(browser, person_id)
             label = "signin:" + describe(response)
             if response.status != 303:
@@ -789,7 +704,7 @@ def soak(args):
                 browser.send("GET", "/account")
             browser.send("GET", "/")
             if i % 10 == 9:
-                request(stack.app_port, "GET", "/metrics")
+                request("GET", f"http://127.0.0.1:{stack.app_port}/metrics")
             if i % 25 == 24:
                 stack.delete_account(browser)
                 people[worker][index] = stack.new_person(f"Soak{worker}r{i}")
@@ -834,23 +749,40 @@ def soak(args):
               f"(peak {max_fds} under load)")
     finally:
         stack.stop()
-        if not failures:
-            shutil.rmtree(workdir, ignore_errors=True)
+        remove_directory(workdir, keep=bool(failures))
 
 
 # ------------------------------------------------------------------------------------------ main
 
-def default_binary():
-    for candidate in (os.environ.get("SIWA_BIN"), os.path.join(ROOT, ".build", "debug", "siwa"),
-                      os.path.join(ROOT, ".build", "release", "siwa")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+def ci(args):
+    """The short runs scripts/test does after the test suite: crash safety, a full disk, PostgreSQL stopped
+    under load and two instances with one killed -9 (on a dedicated cluster, so the suite's is never
+    touched), and a 60-second soak. Each scenario runs as its own process (disk-full mounts, the others
+    kill), and one failing does not stop the next. SIWA_CHAOS=0 skips them all; those needing root are
+    skipped without it."""
+    if os.environ.get("SIWA_CHAOS", "1") == "0":
+        note("skipped (SIWA_CHAOS=0)")
+        return
+    runs = [["crash"]]
+    if os.geteuid() == 0:
+        runs.append(["disk-full"])
+        if os.path.isdir("/usr/lib/postgresql"):
+            runs += [["postgres-restart"], ["instances"]]
+        else:
+            note("postgres-restart and instances skipped (no PostgreSQL)")
+    else:
+        note("disk-full, postgres-restart and instances skipped (they need root)")
+    runs.append(["soak", "--seconds", "60", "--warmup", "20", "--sample-every", "5"])
+    for run in runs:
+        print(flush=True)
+        status = subprocess.run([sys.executable, os.path.abspath(__file__), "--siwa", args.binary] + run).returncode
+        check(status == 0, f"chaos {' '.join(run)} (exit {status})")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--binary", default=default_binary(), help="the siwa executable (default: $SIWA_BIN, .build/debug, .build/release)")
+    parser.add_argument("--siwa", "--binary", dest="binary",
+                        help="the siwa executable (default: $SIWA_BIN, .build/debug/siwa, .build/release/siwa)")
     sub = parser.add_subparsers(dest="scenario", required=True)
 
     p = sub.add_parser("postgres-restart")
@@ -894,16 +826,15 @@ def main():
     p.add_argument("--database-url", help="default: SQLite in a temporary folder")
     p.set_defaults(run=soak)
 
+    p = sub.add_parser("ci", help="the short versions scripts/test runs")
+    p.set_defaults(run=ci)
+
     args = parser.parse_args()
-    if not args.binary or not os.access(args.binary, os.X_OK):
-        raise SystemExit("no siwa executable: build it (swift build) or pass --binary / set SIWA_BIN")
-    args.binary = os.path.abspath(args.binary)
+    args.binary = siwa_binary(args.binary)
+    report.name = args.scenario
     print(f"== {args.scenario} ({args.binary})", flush=True)
-    started = time.time()
     args.run(args)
-    print(f"== {args.scenario}: {'FAILED: ' + str(len(failures)) + ' check(s)' if failures else 'all checks passed'} "
-          f"in {time.time() - started:.0f} s", flush=True)
-    sys.exit(1 if failures else 0)
+    sys.exit(report.close(timed=True))
 
 
 if __name__ == "__main__":
