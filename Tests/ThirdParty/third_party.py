@@ -19,28 +19,24 @@ cookies go with it). Journeys, per library:
   3. Cancel on the sheet: user_cancelled_authorize reaches the site, nobody is signed in, no 500;
   4. a wrong team key: the site's code exchange gets invalid_client, nobody is signed in.
 
-Usage: third_party.py --siwa PATH_TO_SIWA   (Tests/ThirdParty/run does this with $SIWA_BIN)
-Prints one `ok`/`FAIL` line per check and closes with `N passed, N failed`.
+Usage: Tests/run-python-suite third-party [--siwa PATH] [--keep]   (siwa: else $SIWA_BIN, else .build/debug/siwa)
+Needs the Python packages scripts/test installs into .build/venv. SIWA_THIRD_PARTY=0 skips it.
+Prints one `ok`/`FAIL` line per check and closes with `== third-party: … (N passed, N failed)`.
 """
 import argparse
 import html.parser
-import http.client
-import http.cookies
 import json
 import os
 import secrets
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-import traceback
 import urllib.parse
 
+from siwa_testkit import (Browser, Emulator, Processes, Report, StartupError, free_ports, remove_directory,
+                          siwa_binary, siwa_environment, temporary_directory)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 TEAM_ID, KEY_ID, CLIENT_ID = "THIRDPARTY", "KEYTHIRD01", "dev.siwa.thirdparty.web"
 
 
@@ -75,115 +71,38 @@ class Form(html.parser.HTMLParser):
             self._current = None
 
 
-def site_of(url):
-    """Same-site is scheme + host here (no public suffix list needed: localhost vs 127.0.0.1)."""
-    parts = urllib.parse.urlsplit(url)
-    return parts.scheme, parts.hostname
-
-
-class Browser:
-    """Cookies per host (ports share them, as in browsers); SameSite for cross-site POSTs; Secure
-    cookies accepted on http://localhost, as Chromium does."""
+class Person(Browser):
+    """The kit's browser (cookies per host, SameSite for cross-site POSTs, Secure kept on localhost) with
+    the two moves the journeys make: `go`, a top-level navigation, and `submit`, a form's."""
 
     def __init__(self):
-        self.cookies = {}  # host -> name -> (value, samesite)
-        self.history = []  # (method, url, status)
+        super().__init__(timeout=30)
 
-    def _cookie_header(self, url, cross_site_post):
-        host = urllib.parse.urlsplit(url).hostname
-        jar = self.cookies.get(host, {})
-        sent = [f"{name}={value}" for name, (value, samesite) in jar.items()
-                if not cross_site_post or samesite == "none"]
-        return "; ".join(sent)
-
-    def _absorb(self, url, response):
-        host = urllib.parse.urlsplit(url).hostname
-        for line in response.msg.get_all("Set-Cookie") or []:
-            cookie = http.cookies.SimpleCookie()
-            cookie.load(line)
-            for name, morsel in cookie.items():
-                jar = self.cookies.setdefault(host, {})
-                expired = morsel["max-age"] == "0" or "1970" in (morsel["expires"] or "")
-                if expired or morsel.value == "":
-                    jar.pop(name, None)
-                else:
-                    jar[name] = (morsel.value, (morsel["samesite"] or "lax").lower())
-
-    def request(self, method, url, fields=None, initiator=None, headers=None):
-        parts = urllib.parse.urlsplit(url)
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        path = parts.path + ("?" + parts.query if parts.query else "")
-        body = urllib.parse.urlencode(fields) if fields is not None else None
-        sending = dict(headers or {})
-        if body is not None:
-            sending["Content-Type"] = "application/x-www-form-urlencoded"
-        cross_site_post = method == "POST" and initiator is not None and site_of(initiator) != site_of(url)
-        cookie = self._cookie_header(url, cross_site_post)
-        if cookie:
-            sending["Cookie"] = cookie
-        if initiator:
-            sending["Origin"] = "{0}://{1}".format(*urllib.parse.urlsplit(initiator)[:2])
-        connection.request(method, path, body=body, headers=sending)
-        response = connection.getresponse()
-        data = response.read().decode("utf-8", "replace")
-        self._absorb(url, response)
-        connection.close()
-        self.history.append((method, url, response.status))
-        return response.status, response.getheader("Location"), data
-
-    def navigate(self, method, url, fields=None, initiator=None):
-        """A top-level navigation: follows 30x (as GETs) and returns (final url, status, page)."""
-        for _ in range(20):
-            status, location, page = self.request(method, url, fields, initiator)
-            if status in (301, 302, 303, 307) and location:
-                initiator, url = url, urllib.parse.urljoin(url, location)
-                method, fields = "GET", None
-                continue
-            return url, status, page
-        raise AssertionError("too many redirects")
+    def go(self, method, url, fields=None, initiator=None):
+        """Follows 30x (as GETs); returns (final url, status, page)."""
+        response = self.navigate(method, url, fields, initiator)
+        return response.url, response.status, response.text
 
     def submit(self, page_url, form, extra=(), button=None):
         fields = list(form["fields"]) + list(extra)
         if button:
             fields.append(button)
-        return self.navigate(form["method"].upper(), urllib.parse.urljoin(page_url, form["action"]), fields,
-                             initiator=page_url)
+        return self.go(form["method"].upper(), urllib.parse.urljoin(page_url, form["action"]), fields,
+                       initiator=page_url)
 
 
 # ------------------------------------------------------------------------------------------ servers
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url, what, process, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"FAIL  {what} exited with {process.returncode}")
-        try:
-            parts = urllib.parse.urlsplit(url)
-            c = http.client.HTTPConnection(parts.hostname, parts.port, timeout=2)
-            c.request("GET", parts.path)
-            c.getresponse().read()
-            c.close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"FAIL  {what} did not answer within {seconds} s")
-
-
 class World:
     def __init__(self, siwa, workdir):
         self.siwa, self.workdir = siwa, workdir
-        self.processes = []
-        self.emulator_port, self.site_port, self.wrong_port = free_port(), free_port(), free_port()
+        self.processes = Processes(workdir)
+        self.emulator_port, self.site_port, self.wrong_port = free_ports(3)
         self.emulator = f"http://127.0.0.1:{self.emulator_port}"
         self.site = f"http://localhost:{self.site_port}"
         self.wrong_site = f"http://localhost:{self.wrong_port}"
         self.admin_token = secrets.token_hex(24)
+        self.apple = Emulator(self.emulator, token=self.admin_token)
         self.emulator_process = None
 
     def key_pair(self, name):
@@ -221,14 +140,11 @@ class World:
         self.start_site(self.wrong_port, self.wrong_key, "wrong-site")
 
     def start_emulator(self):
-        log = open(os.path.join(self.workdir, "emulator.log"), "ab")
-        self.emulator_process = subprocess.Popen(
-            [self.siwa, "emulator", "--config", self.config_path, "--port", str(self.emulator_port),
-             "--state-file", os.path.join(self.workdir, "emulator-state.json"),
-             "--admin-token", self.admin_token, "--log-level", "notice"],
-            cwd=ROOT, stdout=log, stderr=log)
-        self.processes.append(self.emulator_process)
-        wait_for(self.emulator + "/auth/keys", "siwa emulator", self.emulator_process)
+        self.emulator_process = self.processes.start("emulator", [
+            self.siwa, "emulator", "--config", self.config_path, "--port", str(self.emulator_port),
+            "--state-file", os.path.join(self.workdir, "emulator-state.json"),
+            "--admin-token", self.admin_token, "--log-level", "notice"], env=siwa_environment())
+        self.processes.wait_for_http(self.emulator + "/auth/keys", "siwa emulator", watch=[self.emulator_process])
 
     def restart_emulator(self):
         self.emulator_process.send_signal(signal.SIGTERM)
@@ -240,55 +156,32 @@ class World:
                    APPLE_CLIENT_ID=CLIENT_ID, APPLE_PRIVATE_KEY_PATH=key,
                    SITE_DATABASE=os.path.join(self.workdir, f"{name}.sqlite3"),
                    DJANGO_SETTINGS_MODULE="siteconf.settings", PYTHONPATH=os.path.join(HERE, "django_site"))
-        log = open(os.path.join(self.workdir, f"{name}.log"), "ab")
-        subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"], env=env, check=True,
-                       stdout=log, stderr=log)
-        process = subprocess.Popen([sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload"],
-                                   env=env, stdout=log, stderr=log)
-        self.processes.append(process)
-        wait_for(f"http://localhost:{port}/me", name, process)
+        with open(os.path.join(self.workdir, f"{name}.log"), "ab") as log:
+            subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v", "0"], env=env, check=True,
+                           stdout=log, stderr=log)
+        process = self.processes.start(name, [sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}",
+                                              "--noreload"], env=env)
+        self.processes.wait_for_http(f"http://localhost:{port}/me", name, watch=[process])
 
     def stop(self):
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        self.processes.stop_all()
 
     # -- the emulator's admin API
 
     def admin(self, method, path, body=None, token=True):
-        parts = urllib.parse.urlsplit(self.emulator)
-        c = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = "Bearer " + self.admin_token
-        c.request(method, "/emulator/admin/" + path, body=None if body is None else json.dumps(body), headers=headers)
-        response = c.getresponse()
-        data = response.read()
-        c.close()
-        return response.status, json.loads(data or b"null")
+        return self.apple.admin(method, path, body, token=token)
 
     def new_person(self, given, family):
-        status, person = self.admin("POST", "people", {
-            "given_name": given, "family_name": family, "email": f"{given.lower()}.{secrets.token_hex(4)}@example.com",
-            "client_id": CLIENT_ID})
-        assert status == 201, (status, person)
-        return person
+        return self.apple.new_person(given, family, CLIENT_ID)
 
     def events(self):
-        status, events = self.admin("GET", "events")
-        assert status == 200, status
-        return events
+        return self.apple.events()
 
 
 # ------------------------------------------------------------------------------------------ journeys
 
 def get_json(browser, url):
-    _, status, page = browser.navigate("GET", url)
+    _, status, page = browser.go("GET", url)
     assert status == 200, (url, status, page[:300])
     return json.loads(page)
 
@@ -296,7 +189,7 @@ def get_json(browser, url):
 def sign_in(world, browser, start_url, person, action="continue", share_email=True):
     """Start at the site, pick `person` on the sheet, press `action`; returns (form_post fields, final url,
     status, page)."""
-    url, status, page = browser.navigate("GET", start_url)
+    url, status, page = browser.go("GET", start_url)
     if 'data-page="signin"' in page:  # a sign-in page whose button POSTs (python-social-auth)
         url, status, page = browser.submit(url, Form(page).forms[0])
     assert url.startswith(world.emulator + "/auth/authorize?"), f"not sent to the emulator: {url} {status} {page[:300]}"
@@ -304,7 +197,7 @@ def sign_in(world, browser, start_url, person, action="continue", share_email=Tr
     picker = Form(page)
     link = next((href for href in picker.links if f"person_id={person['id']}" in href), None)
     assert link, f"{person['id']} is not on the sheet"
-    sheet_url, status, page = browser.navigate("GET", urllib.parse.urljoin(url, link))
+    sheet_url, status, page = browser.go("GET", urllib.parse.urljoin(url, link))
     consent = next(form for form in Form(page).forms if form["action"] == "/auth/authorize/decision")
     extra = []
     if not share_email:
@@ -317,29 +210,13 @@ def sign_in(world, browser, start_url, person, action="continue", share_email=Tr
     return fields, final_url, status, final_page
 
 
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def run(self, name, function):
-        started = time.time()
-        try:
-            detail = function()
-            self.passed += 1
-            print(f"ok    {name} ({time.time() - started:.1f} s){': ' + detail if detail else ''}", flush=True)
-        except Exception as error:  # noqa: BLE001 - every failure is reported, then the next check runs
-            self.failed += 1
-            print(f"FAIL  {name}: {error!r}", flush=True)
-            traceback.print_exc(limit=3)
-
-
 def journeys(world, checks):
     people = {}
 
     # ---- django-allauth
     def allauth_first():
         person = people["allauth"] = world.new_person("Grace", "Allauth")
-        browser = Browser()
+        browser = Person()
         fields, url, status, _ = sign_in(world, browser, world.site + "/accounts/apple/login/?process=login", person)
         assert "user" in fields, f"first authorization without user: {sorted(fields)}"
         user_json = json.loads(fields["user"])
@@ -356,7 +233,7 @@ def journeys(world, checks):
         # The emulator restarts on its state file in between: the consent must survive it.
         world.restart_emulator()
         person = people["allauth"]
-        browser = Browser()
+        browser = Person()
         fields, url, status, _ = sign_in(world, browser, world.site + "/accounts/apple/login/?process=login", person)
         assert "user" not in fields, f"second authorization carried user: {fields.get('user')}"
         me = get_json(browser, world.site + "/me")
@@ -368,7 +245,7 @@ def journeys(world, checks):
 
     def allauth_cancel():
         person = world.new_person("Carl", "Cancel")
-        browser = Browser()
+        browser = Person()
         fields, url, status, page = sign_in(world, browser, world.site + "/accounts/apple/login/?process=login", person,
                                             action="cancel")
         assert fields.get("error") == "user_cancelled_authorize" and "state" in fields and "code" not in fields, fields
@@ -380,7 +257,7 @@ def journeys(world, checks):
 
     def allauth_wrong_key():
         person = world.new_person("Walter", "Wrongkey")
-        browser = Browser()
+        browser = Person()
         before = len(world.events())
         fields, url, status, page = sign_in(world, browser, world.wrong_site + "/accounts/apple/login/?process=login",
                                             person)
@@ -394,7 +271,7 @@ def journeys(world, checks):
     # ---- python-social-auth (social-core AppleIdAuth)
     def social_first():
         person = people["social"] = world.new_person("Ada", "Social")
-        browser = Browser()
+        browser = Person()
         fields, url, status, _ = sign_in(world, browser, world.site + "/signin/social", person)
         assert "user" in fields
         assert url == world.site + "/me" and status == 200, (url, status)
@@ -407,7 +284,7 @@ def journeys(world, checks):
 
     def social_second():
         person = people["social"]
-        browser = Browser()
+        browser = Person()
         fields, url, status, _ = sign_in(world, browser, world.site + "/signin/social", person)
         assert "user" not in fields
         me = get_json(browser, world.site + "/me")
@@ -417,7 +294,7 @@ def journeys(world, checks):
 
     def social_cancel():
         person = world.new_person("Cora", "Cancel")
-        browser = Browser()
+        browser = Person()
         fields, url, status, page = sign_in(world, browser, world.site + "/signin/social", person, action="cancel")
         assert fields.get("error") == "user_cancelled_authorize", fields
         assert status < 500, (status, page[:300])
@@ -426,7 +303,7 @@ def journeys(world, checks):
 
     def social_wrong_key():
         person = world.new_person("Wanda", "Wrongkey")
-        browser = Browser()
+        browser = Person()
         before = len(world.events())
         fields, url, status, page = sign_in(world, browser, world.wrong_site + "/signin/social", person)
         assert status < 500, (status, page[:300])
@@ -442,11 +319,11 @@ def journeys(world, checks):
         return "401 without the Bearer token"
 
     def unregistered_redirect_refused():
-        browser = Browser()
+        browser = Person()
         query = urllib.parse.urlencode({"client_id": CLIENT_ID, "redirect_uri": world.site + "/elsewhere/",
                                         "response_type": "code id_token", "response_mode": "form_post",
                                         "scope": "name email", "state": "s"})
-        _, status, page = browser.navigate("GET", world.emulator + "/auth/authorize?" + query)
+        _, status, page = browser.go("GET", world.emulator + "/auth/authorize?" + query)
         assert status == 400 and "Invalid web redirect url." in page, (status, page[:300])
         return "400 Invalid web redirect url."
 
@@ -464,34 +341,36 @@ def journeys(world, checks):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--siwa", required=True, help="the siwa binary")
+    parser.add_argument("--siwa", help="the siwa binary (default: $SIWA_BIN, else .build/debug/siwa)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, databases)")
     args = parser.parse_args()
+    if os.environ.get("SIWA_THIRD_PARTY", "1") == "0":
+        print("third-party: skipped (SIWA_THIRD_PARTY=0)")
+        return 0
+    siwa = siwa_binary(args.siwa)
     import allauth
     import django
     import social_core
 
     print(f"third-party clients: Django {django.get_version()}, django-allauth {allauth.__version__}, "
           f"social-auth-core {social_core.__version__}", flush=True)
-    workdir = tempfile.mkdtemp(prefix="siwa-third-party-")
-    world = World(os.path.abspath(args.siwa), workdir)
-    checks = Checks()
+    workdir = temporary_directory("third-party")
+    world = World(siwa, workdir)
+    checks = Report("third-party")
     try:
         world.setup()
         journeys(world, checks)
+    except StartupError as error:
+        checks.fail(f"the emulator and the sites did not start: {error}")
     finally:
         world.stop()
         if checks.failed or args.keep:
             print(f"logs and databases: {workdir}")
-            for name in ("emulator.log", "site.log", "wrong-site.log"):
-                path = os.path.join(workdir, name)
-                if checks.failed and os.path.exists(path):
-                    with open(path, "rb") as f:
-                        print(f"--- {name} (last 3000 bytes)\n" + f.read()[-3000:].decode("utf-8", "replace"))
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    print(f"third-party: {checks.passed} passed, {checks.failed} failed")
-    return 1 if checks.failed else 0
+            for name in ("emulator", "site", "wrong-site"):
+                if checks.failed:
+                    print(f"--- {name}.log (last 3000 bytes)\n" + world.processes.tail(name))
+        remove_directory(workdir, keep=checks.failed or args.keep)
+    return checks.close()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A minimal Django site with two third-party Sign in with Apple integrations pointed at `siwa emulator`:
 django-allauth's built-in Apple provider (/accounts/apple/…) and python-social-auth's Apple backend
-(/complete/apple-id/). Configured from the environment by Tests/ThirdParty/third_party.py."""
+(/complete/apple-id/). Configured from the environment by Tests/ThirdParty/third_party.py (Tests/run-python-suite third-party)."""
 import os
 
 BASE_DIR = os.path.dirname(os.path.abspath(__file__))
