@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The gateway journey over HTTP, behind a real nginx or Caddy (README "Gateway"):
 
-    gateway_journey.py --proxy nginx|caddy [--siwa .build/debug/siwa] [--keep]
+    Tests/run-python-suite gateway --proxy nginx|caddy [--siwa .build/debug/siwa] [--keep]
 
 A protected page without a session → the proxy sends the person to siwa's sign-in → the emulator's
 consent sheet (driven by reading its forms, as a browser would) → Apple's form_post back through the
@@ -12,109 +12,27 @@ Prints one line per check (`ok` / `FAIL`), exits 1 when any failed. Python stand
 """
 import argparse
 import html
-import http.client
 import json
-import os
 import re
 import sys
 import urllib.parse
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gateway_stack import GatewayStack  # noqa: E402
+from gateway_stack import GatewayStack
+from siwa_testkit import Browser, Report
 
-failures = []
-
-
-def check(condition, message):
-    print(("ok    " if condition else "FAIL  ") + message, flush=True)
-    if not condition:
-        failures.append(message)
-    return condition
+report = Report("gateway")
+check, failures = report.check, report.failures
 
 
-class Response:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
-
-    @property
-    def text(self):
-        return self.body.decode("utf-8", "replace")
-
-    @property
-    def page(self):
-        m = re.search(r'data-page="([^"]*)"', self.text)
-        return m.group(1) if m else None
-
-    def header(self, name):
-        values = self.all(name)
-        return values[0] if values else None
-
-    def all(self, name):
-        return [v for k, v in self.headers if k.lower() == name.lower()]
-
-    def echo(self):
-        """What the upstream app received (its <pre id="echo"> JSON)."""
-        m = re.search(r'<pre id="echo">(.*?)</pre>', self.text, re.S)
-        return json.loads(html.unescape(m.group(1))) if m else None
+def echo(response):
+    """What the upstream app received (its <pre id="echo"> JSON), or None when the answer is not its page."""
+    m = re.search(r'<pre id="echo">(.*?)</pre>', response.text, re.S)
+    return json.loads(html.unescape(m.group(1))) if m else None
 
 
 def echoed(response, name):
-    received = response.echo() or {"headers": []}
+    received = echo(response) or {"headers": []}
     return [v for k, v in received["headers"] if k.lower() == name.lower()]
-
-
-class Browser:
-    """Enough of a browser: a cookie jar per host (Secure accepted on localhost, as browsers do),
-    cookie paths honoured, no redirects followed (each step is checked)."""
-
-    def __init__(self):
-        self.jar = {}   # (host, name) -> (value, path)
-
-    def cookie_header(self, host, path):
-        pairs = [f"{name}={value}" for (h, name), (value, p) in self.jar.items() if h == host and path.startswith(p)]
-        return "; ".join(sorted(pairs)) or None
-
-    def absorb(self, host, response):
-        for header in response.all("Set-Cookie"):
-            parts = [p.strip() for p in header.split(";")]
-            name, _, value = parts[0].partition("=")
-            path = "/"
-            expired = False
-            for attribute in parts[1:]:
-                if attribute.lower().startswith("path="):
-                    path = attribute[5:]
-                if attribute.lower() in ("max-age=0",):
-                    expired = True
-            if expired or not value:
-                self.jar.pop((host, name), None)
-            else:
-                self.jar[(host, name)] = (value, path)
-
-    def request(self, method, url, form=None, headers=None):
-        parts = urllib.parse.urlsplit(url)
-        path = parts.path + ("?" + parts.query if parts.query else "")
-        all_headers = {"Host": parts.netloc}
-        cookies = self.cookie_header(parts.hostname, parts.path or "/")
-        if cookies:
-            all_headers["Cookie"] = cookies
-        body = None
-        if form is not None:
-            body = urllib.parse.urlencode(form)
-            all_headers["Content-Type"] = "application/x-www-form-urlencoded"
-        all_headers.update(headers or {})
-        # localhost is 127.0.0.1 here: everything listens on IPv4 loopback.
-        connection = http.client.HTTPConnection("127.0.0.1", parts.port or 80, timeout=20)
-        try:
-            connection.request(method, path, body=body, headers=all_headers)
-            raw = connection.getresponse()
-            response = Response(raw.status, raw.getheaders(), raw.read())
-        finally:
-            connection.close()
-        self.absorb(parts.hostname, response)
-        return response
-
-    def get(self, url, headers=None):
-        return self.request("GET", url, headers=headers)
 
 
 def hidden_fields(form_html):
@@ -190,7 +108,7 @@ def journey(stack):
     check(echoed(signed_in_forged, "X-Auth-Request-User") == user, "signed in, a client-sent X-Auth-Request-User: admin is replaced")
     check(echoed(signed_in_forged, "X-Auth-Request-Preferred-Username") == ["Grace Hopper"], "… and the forged name too")
     anonymous_forged = Browser().get(original, headers=forged)
-    check(anonymous_forged.status == 302 and anonymous_forged.echo() is None, "without a session, forged headers get a redirect, not the app")
+    check(anonymous_forged.status == 302 and echo(anonymous_forged) is None, "without a session, forged headers get a redirect, not the app")
     check(not any("admin" in json.dumps(request["headers"]).lower() for request in stack.upstream.seen()),
           "no request the app received carried the forged values")
 
@@ -222,7 +140,7 @@ def journey(stack):
     thief = Browser()
     thief.jar = old_cookie
     stolen = thief.get(original)
-    check(stolen.status == 302 and stolen.echo() is None, "the old session cookie no longer opens the app (ended server-side)")
+    check(stolen.status == 302 and echo(stolen) is None, "the old session cookie no longer opens the app (ended server-side)")
 
     # 9. A returning person (no name from Apple this time) lands on the protected page, name kept.
     second = Browser()
@@ -239,6 +157,7 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (configs, logs)")
     args = parser.parse_args()
     print(f"== gateway journey behind {args.proxy}", flush=True)
+    report.name = args.proxy
     stack = GatewayStack(args.proxy, args.siwa, keep=args.keep)
     try:
         with stack:
@@ -255,8 +174,7 @@ def main():
         check(False, f"stack did not start: {error}")
     if args.keep:
         print(f"      files kept in {stack.workdir}")
-    print(f"== {args.proxy}: {'FAILED: ' + str(len(failures)) + ' check(s)' if failures else 'all checks passed'}", flush=True)
-    return 1 if failures else 0
+    return report.close()
 
 
 if __name__ == "__main__":

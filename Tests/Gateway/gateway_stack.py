@@ -13,29 +13,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import threading
-import time
-import urllib.request
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from siwa_testkit import (ROOT, Emulator, Processes, free_ports, remove_directory, siwa_binary, siwa_environment,
+                          temporary_directory)
+
 DEPLOY = os.path.join(ROOT, "deploy")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def default_siwa_binary():
-    for candidate in (os.environ.get("SIWA_BIN"), os.path.join(ROOT, ".build", "debug", "siwa")):
-        if candidate and os.access(candidate, os.X_OK):
-            return os.path.abspath(candidate)
-    return None
 
 
 class Upstream:
@@ -104,45 +88,30 @@ def fill(template_path, values):
 
 
 class GatewayStack:
-    def __init__(self, proxy, siwa_binary=None, keep=False):
+    def __init__(self, proxy, siwa_binary_path=None, keep=False):
         if proxy not in ("nginx", "caddy"):
             raise ValueError(proxy)
         self.proxy = proxy
-        self.siwa_binary = siwa_binary or default_siwa_binary()
-        if not self.siwa_binary:
-            raise RuntimeError("no siwa binary: build it (swift build) or set SIWA_BIN")
+        self.siwa_binary = siwa_binary(siwa_binary_path)
         self.keep = keep
-        self.workdir = tempfile.mkdtemp(prefix=f"siwa-gateway-{proxy}-")
-        self.siwa_port, self.emulator_port, self.proxy_port = free_port(), free_port(), free_port()
+        self.workdir = temporary_directory(f"gateway-{proxy}")
+        self.siwa_port, self.emulator_port, self.proxy_port = free_ports(3)
         self.base_url = f"http://localhost:{self.proxy_port}"
         self.emulator_url = f"http://127.0.0.1:{self.emulator_port}"
         self.upstream = Upstream()
-        self.processes = []
+        self.processes = Processes(self.workdir)
 
     # -- processes
 
-    def log(self, name):
-        return open(os.path.join(self.workdir, name), "ab")
-
-    def spawn(self, name, arguments, env=None):
-        process = subprocess.Popen(arguments, cwd=ROOT, env=env, stdout=self.log(name + ".log"), stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        self.processes.append((name, process))
-        return process
-
     def start_siwa(self):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("APPLE_")}
         # Demo mode: no Apple credentials; the emulator listens on EMULATOR_PORT. PUBLIC_URL is the proxy's.
-        for name in ("PUBLIC_URL", "PORT", "HOST", "DATABASE_URL", "DATA_DIR", "EMULATOR_PORT", "TRUSTED_PROXIES",
-                     "ALLOWED_REDIRECT_HOSTS", "SESSION_COOKIE_DOMAIN", "TOKEN_ENCRYPTION_KEY", "SIWA_DEMO"):
-            env.pop(name, None)
-        self.spawn("siwa", [self.siwa_binary, "serve", "--host", "127.0.0.1", "--port", str(self.siwa_port),
-                            "--emulator-port", str(self.emulator_port), "--public-url", self.base_url,
-                            "--data-dir", os.path.join(self.workdir, "data"),
-                            "--database-url", "sqlite:" + os.path.join(self.workdir, "data", "siwa.sqlite"),
-                            "--log-level", "notice"], env=env)
-        self.wait_for(f"http://127.0.0.1:{self.siwa_port}/healthz", "siwa")
-        self.wait_for(self.emulator_url + "/emulator/admin/people", "the emulator")
+        self.processes.start("siwa", [self.siwa_binary, "serve", "--host", "127.0.0.1", "--port", str(self.siwa_port),
+                                      "--emulator-port", str(self.emulator_port), "--public-url", self.base_url,
+                                      "--data-dir", os.path.join(self.workdir, "data"),
+                                      "--database-url", "sqlite:" + os.path.join(self.workdir, "data", "siwa.sqlite"),
+                                      "--log-level", "notice"], env=siwa_environment())
+        self.processes.wait_for_http(f"http://127.0.0.1:{self.siwa_port}/healthz", "siwa")
+        self.processes.wait_for_http(self.emulator_url + "/emulator/admin/people", "the emulator")
 
     def start_nginx(self):
         site = fill(os.path.join(DEPLOY, "nginx.conf"),
@@ -175,7 +144,8 @@ http {{
                                capture_output=True, text=True)
         if check.returncode != 0:
             raise RuntimeError("nginx -t failed:\n" + check.stdout + check.stderr)
-        self.spawn("nginx", [nginx, "-p", w, "-c", main_path, "-e", os.path.join(w, "nginx-error.log"), "-g", "daemon off;"])
+        self.processes.start("nginx", [nginx, "-p", w, "-c", main_path, "-e", os.path.join(w, "nginx-error.log"),
+                                       "-g", "daemon off;"])
 
     def start_caddy(self):
         site = fill(os.path.join(DEPLOY, "Caddyfile"),
@@ -188,53 +158,17 @@ http {{
         env = dict(os.environ, HOME=self.workdir, XDG_CONFIG_HOME=os.path.join(self.workdir, "config"),
                    XDG_DATA_HOME=os.path.join(self.workdir, "share"))
         caddy = shutil.which("caddy") or "/usr/bin/caddy"
-        self.spawn("caddy", [caddy, "run", "--config", path, "--adapter", "caddyfile"], env=env)
-
-    def wait_for(self, url, what, seconds=60):
-        def answers():
-            try:
-                with urllib.request.urlopen(url, timeout=3) as response:
-                    return response.status < 500
-            except urllib.error.HTTPError as error:
-                return error.code < 500
-            except OSError:
-                return False
-        self._wait(answers, seconds, f"{what} did not answer at {url} within {seconds} s")
-
-    def wait_for_port(self, port, what, seconds=30):
-        def listening():
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return True
-            except OSError:
-                return False
-        self._wait(listening, seconds, f"{what} is not listening on {port}")
-
-    def _wait(self, condition, seconds, failure):
-        """Polls `condition` every 0.2 s until it holds; a started process that exits ends the wait at once."""
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            for name, process in self.processes:
-                if process.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({process.returncode}):\n{self.tail(name)}")
-            if condition():
-                return
-            time.sleep(0.2)
-        raise RuntimeError(failure)
+        self.processes.start("caddy", [caddy, "run", "--config", path, "--adapter", "caddyfile"], env=env)
 
     def tail(self, name, size=3000):
-        path = os.path.join(self.workdir, name + ".log")
-        if not os.path.exists(path):
-            return ""
-        with open(path, "rb") as f:
-            return f.read()[-size:].decode("utf-8", "replace")
+        return self.processes.tail(name, size)
 
     def __enter__(self):
         try:
             self.upstream.start()
             self.start_siwa()
             self.start_nginx() if self.proxy == "nginx" else self.start_caddy()
-            self.wait_for_port(self.proxy_port, self.proxy)
+            self.processes.wait_for_port(self.proxy_port, self.proxy)
         except BaseException:
             self.stop()
             raise
@@ -244,22 +178,12 @@ http {{
         self.stop()
 
     def stop(self):
-        for name, process in reversed(self.processes):
-            if process.poll() is None:
-                # nginx's master stops its workers on SIGQUIT/SIGTERM; each process is its own group.
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-        self.processes = []
+        # nginx's master stops its workers on SIGTERM; each child is its own process group.
+        self.processes.stop_all()
         self.upstream.stop()
-        if not self.keep:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        remove_directory(self.workdir, keep=self.keep)
 
     # -- the emulator's admin API
 
     def people(self):
-        with urllib.request.urlopen(self.emulator_url + "/emulator/admin/people", timeout=10) as response:
-            return {person["id"]: person for person in json.loads(response.read())}
+        return Emulator(self.emulator_url).people()
