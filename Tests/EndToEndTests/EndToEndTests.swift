@@ -225,8 +225,8 @@ enum BrowserTest {
     static var screenshotsDirectory: String { ResourceLocator.packageRoot + "/screenshots/browser" }
 
     static func run(appURL: String, emulatorURL: String) async throws -> (status: Int32, output: String) {
-        let script = ResourceLocator.packageRoot + "/Tests/Browser/browser_flow.py"
-        var arguments = ["python3", script, "--app", appURL, "--emulator", emulatorURL, "--screenshots", screenshotsDirectory]
+        let runner = ResourceLocator.packageRoot + "/Tests/run-python-suite"
+        var arguments = [runner, "browser", "--app", appURL, "--emulator", emulatorURL, "--screenshots", screenshotsDirectory]
         // The gateway journey behind nginx needs the built siwa (it runs `siwa serve` behind nginx).
         if let siwa = SIWABinary.path, GatewayProxyTests.isEnabled("nginx") { arguments += ["--gateway-siwa", siwa] }
         return try await SIWABinary.run("/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment)

@@ -26,8 +26,8 @@ struct GatewayProxyTests {
     static func journey(_ proxy: String) async throws {
         let siwa = try #require(SIWABinary.path, "build siwa first (swift build --build-tests)")
         try #require(executable(proxy) != nil, "\(proxy) is not installed (scripts/test installs it)")
-        let script = ResourceLocator.packageRoot + "/Tests/Gateway/gateway_journey.py"
-        let result = try await ChildProcess.run("/usr/bin/env", ["python3", script, "--proxy", proxy, "--siwa", siwa])
+        let runner = ResourceLocator.packageRoot + "/Tests/run-python-suite"
+        let result = try await ChildProcess.run(runner, ["gateway", "--proxy", proxy, "--siwa", siwa])
         print(result.output)
         #expect(result.status == 0, "the \(proxy) journey failed:\n\(result.output)")
         #expect(result.output.contains("== \(proxy): all checks passed"))

@@ -45,9 +45,9 @@ struct OIDCRelyingPartyTests {
         try await e2e.http.execute(HTTPClientRequest(method: .GET, url: e2e.appURL + "/oauth2/start?rd=%2F")).status != 404
     }
 
-    static func python(_ script: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        let path = ResourceLocator.packageRoot + "/Tests/RelyingParty/" + script
-        return try await ChildProcess.run("/usr/bin/env", ["python3", path] + arguments, environment: ProcessInfo.processInfo.environment)
+    static func python(_ suite: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let runner = ResourceLocator.packageRoot + "/Tests/run-python-suite"
+        return try await ChildProcess.run(runner, [suite] + arguments, environment: ProcessInfo.processInfo.environment)
     }
 
     static var hasAuthlib: Bool { ChildProcess.pythonCanImport("authlib, requests") }
@@ -60,7 +60,7 @@ struct OIDCRelyingPartyTests {
           .enabled(if: hasAuthlib))
     func authlibConfidential() async throws {
         try await Self.withSite { e2e in
-            let result = try await Self.python("authlib_client.py", [
+            let result = try await Self.python("authlib", [
                 "--issuer", e2e.appURL, "--emulator", e2e.emulatorURL, "--client-id", Self.authlibConfidential.id,
                 "--client-secret", Self.authlibConfidential.secret, "--redirect-uri", Self.authlibConfidential.redirect,
                 "--journey", "signed-in-first", "--negative", "--person", "p2",
@@ -74,7 +74,7 @@ struct OIDCRelyingPartyTests {
     @Test("Authlib, public client (none + PKCE) signed in first", .enabled(if: hasAuthlib))
     func authlibPublic() async throws {
         try await Self.withSite { e2e in
-            let result = try await Self.python("authlib_client.py", [
+            let result = try await Self.python("authlib", [
                 "--issuer", e2e.appURL, "--emulator", e2e.emulatorURL, "--client-id", Self.authlibPublic.id,
                 "--redirect-uri", Self.authlibPublic.redirect, "--journey", "signed-in-first", "--person", "p3",
             ])
@@ -96,7 +96,7 @@ struct OIDCRelyingPartyTests {
                 var arguments = ["--issuer", e2e.appURL, "--emulator", e2e.emulatorURL, "--client-id", id,
                                  "--redirect-uri", redirect, "--journey", "no-session", "--person", "p1"]
                 if let secret { arguments += ["--client-secret", secret] }
-                let result = try await Self.python("authlib_client.py", arguments)
+                let result = try await Self.python("authlib", arguments)
                 print(result.output)
                 #expect(result.status == 0, "authlib client (\(id)) failed:\n\(result.output)")
             }
@@ -131,7 +131,7 @@ struct OIDCRelyingPartyTests {
     }
 
     static func apache(_ e2e: EndToEnd, port: Int, journey: String) async throws -> (status: Int32, output: String) {
-        try await python("apache_flow.py", [
+        try await python("apache", [
             "--app", e2e.appURL, "--emulator", e2e.emulatorURL, "--port", String(port), "--client-id", apacheID,
             "--client-secret", apacheSecret, "--journey", journey, "--screenshots", ResourceLocator.packageRoot + "/Tests/../screenshots/oidc-apache",
         ])
