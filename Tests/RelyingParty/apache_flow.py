@@ -4,7 +4,7 @@ discovery URL (PKCE S256, client_secret_basic), protecting a location whose CGI 
 OIDC_CLAIM_name and OIDC_CLAIM_email the module passed on — walked by headless Chromium (Playwright).
 
 Run by EndToEndTests, which starts siwa and the emulator and registers the client:
-    apache_flow.py --app http://localhost:P --emulator http://127.0.0.1:E --port A \
+    Tests/run-python-suite apache --app http://localhost:P --emulator http://127.0.0.1:E --port A \
         --client-id apache-rp --client-secret S [--journey signed-in-first|no-session] [--screenshots DIR]
 
 Apache runs in the foreground (`apache2 -X`) on 127.0.0.1:A with its own ServerRoot, PidFile and
@@ -14,18 +14,13 @@ with a code at once); `no-session` opens the protected page first and goes throu
 (needs SPEC §10's rd). Exits 0 when the page shows the person's name and email.
 """
 import argparse
-import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 
 from playwright.sync_api import sync_playwright
+from siwa_testkit import Emulator, Processes, Report, StartupError, remove_directory, temporary_directory
 
 MODULES = "/usr/lib/apache2/modules"
 
@@ -82,29 +77,11 @@ OIDCProviderTokenEndpointAuth client_secret_basic
 """
 
 
-def wait_for_port(port, process, seconds=15):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
-
-
-def person(emulator, person_id):
-    with urllib.request.urlopen(emulator + "/emulator/admin/people", timeout=10) as response:
-        for entry in json.loads(response.read()):
-            if entry["id"] == person_id:
-                return entry
-    raise SystemExit(f"FAIL  no person {person_id} at the emulator")
-
-
-def walk(args, root):
-    expected = person(args.emulator, args.person)
+def walk(args, root, report):
+    people = Emulator(args.emulator).people()
+    if args.person not in people:
+        raise SystemExit(f"FAIL  no person {args.person} at the emulator")
+    expected = people[args.person]
     protected = f"http://localhost:{args.port}/protected/claims"
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     with sync_playwright() as playwright:
@@ -116,7 +93,7 @@ def walk(args, root):
             step[0] += 1
             if args.screenshots:
                 page.screenshot(path=os.path.join(args.screenshots, f"{step[0]:02d}-{args.journey}-{name}.png"), full_page=True)
-            print(f"ok    {step[0]:02d} {name}  ({page.url})", flush=True)
+            report.ok(f"{step[0]:02d} {name}  ({page.url})")
 
         def consent():
             page.wait_for_selector('body[data-page="emulator-sheet"]', timeout=15000)
@@ -152,7 +129,7 @@ def walk(args, root):
         assert name == full, f"OIDC_CLAIM_name is {name!r}, expected {full!r}"
         assert "@" in email, f"OIDC_CLAIM_email is {email!r}"
         assert sub and sub not in expected.get("subs", {}).values(), f"OIDC_CLAIM_sub {sub!r} is empty or Apple's"
-        print(f"ok    Apache passed on OIDC_CLAIM_name={name!r} OIDC_CLAIM_email={email!r} (sub {sub})", flush=True)
+        report.ok(f"Apache passed on OIDC_CLAIM_name={name!r} OIDC_CLAIM_email={email!r} (sub {sub})")
         browser.close()
 
 
@@ -173,7 +150,8 @@ def main():
         print("FAIL  mod_auth_openidc is not installed (apt-get install apache2 libapache2-mod-auth-openidc)")
         return 2
 
-    root = tempfile.mkdtemp(prefix="siwa-apache-")
+    report = Report("apache")
+    root = temporary_directory("apache")
     os.makedirs(f"{root}/htdocs")
     os.makedirs(f"{root}/cgi")
     with open(f"{root}/cgi/claims", "w") as script:
@@ -184,31 +162,24 @@ def main():
     with open(f"{root}/apache.conf", "w") as conf:
         conf.write(configuration(root, args))
 
-    apache = subprocess.Popen(["apache2", "-X", "-f", f"{root}/apache.conf"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    status = 1
+    processes = Processes(root)
     try:
-        if not wait_for_port(args.port, apache):
-            output = apache.stdout.read().decode(errors="replace") if apache.poll() is not None else ""
-            print(f"FAIL  Apache did not start: {output}")
-            return 1
-        print(f"ok    Apache {subprocess.run(['apache2', '-v'], capture_output=True, text=True).stdout.splitlines()[0]} with mod_auth_openidc on port {args.port}", flush=True)
-        walk(args, root)
-        print("PASS")
-        status = 0
+        apache = processes.start("apache", ["apache2", "-X", "-f", f"{root}/apache.conf"])
+        processes.wait_for_port(args.port, "Apache", seconds=15, watch=[apache])
+        version = subprocess.run(['apache2', '-v'], capture_output=True, text=True).stdout.splitlines()[0]
+        report.ok(f"Apache {version} with mod_auth_openidc on port {args.port}")
+        walk(args, root, report)
+    except StartupError as error:
+        report.fail(f"Apache did not start: {error}")
     except Exception as error:  # noqa: BLE001 — every failure is reported with Apache's log
-        print(f"FAIL  {type(error).__name__}: {error}")
+        report.fail(f"{type(error).__name__}: {error}")
     finally:
-        os.killpg(apache.pid, signal.SIGTERM)
-        try:
-            apache.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(apache.pid, signal.SIGKILL)
-        if status != 0 and os.path.exists(f"{root}/error.log"):
+        processes.stop_all()
+        if report.failed and os.path.exists(f"{root}/error.log"):
             print("--- Apache error log ---")
             print(open(f"{root}/error.log").read()[-6000:])
-        shutil.rmtree(root, ignore_errors=True)
-    return status
+        remove_directory(root)
+    return report.close()
 
 
 if __name__ == "__main__":

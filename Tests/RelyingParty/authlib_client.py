@@ -8,7 +8,7 @@ JWKS with Authlib's own `CodeIDToken` rules (iss, aud, exp, iat, nonce, at_hash)
 person's part (the browser) is played over HTTP with a cookie jar: siwa's pages, and the Apple ID
 emulator's admin API standing in for a click on the consent sheet.
 
-    authlib_client.py --issuer http://localhost:8080 --emulator http://127.0.0.1:8081 \
+    Tests/run-python-suite authlib --issuer http://localhost:8080 --emulator http://127.0.0.1:8081 \
         --client-id siwa-demo-rp --redirect-uri http://localhost:8090/callback \
         [--client-secret S] [--journey signed-in-first|no-session|auto] [--negative] [--person p1]
 
@@ -31,21 +31,13 @@ from authlib.integrations.requests_client import OAuth2Session
 from authlib.jose import JsonWebKey, jwt
 from authlib.jose.errors import JoseError
 from authlib.oidc.core import CodeIDToken
+from siwa_testkit import CheckFailed, Report
 
 TIMEOUT = 15
 
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def ok(message):
-    print(f"ok    {message}", flush=True)
+# A check that fails ends the run (each step needs the one before): `check` is the kit's `require`.
+report = Report("authlib")
+check, ok, Failure = report.require, report.ok, CheckFailed
 
 
 class Person:
@@ -298,11 +290,9 @@ def main():
         print(json.dumps(dict(claims), indent=2, sort_keys=True))
         print("UserInfo:")
         print(json.dumps(info, indent=2, sort_keys=True))
-        print("PASS", flush=True)
-        return 0
     except (Failure, OAuthError, JoseError, requests.RequestException, KeyError) as error:
-        print(f"FAIL  {type(error).__name__}: {error}", flush=True)
-        return 1
+        report.fail(f"{type(error).__name__}: {error}")
+    return report.close()
 
 
 if __name__ == "__main__":
