@@ -4,12 +4,17 @@ sign-in with the Apple ID emulator, across sites (app on localhost, emulator on 
 Apple's cross-site form_post and the SameSite=None binding cookie are exercised for real.
 
 Run by EndToEndTests (which starts the app and the emulator on free loopback ports):
-    browser_flow.py --app http://localhost:P --emulator http://127.0.0.1:E --screenshots DIR \
+    Tests/run-python-suite browser --app http://localhost:P --emulator http://127.0.0.1:E --screenshots DIR \
         [--gateway-siwa .build/debug/siwa]
 With --gateway-siwa it then walks the gateway journey once behind a real nginx (deploy/nginx.conf,
 started by Tests/Gateway/gateway_stack.py): a protected page of another app → the consent sheet →
 back on that page with the person's identity → sign-out ends access.
-Exits 0 when every step passed; prints one line per step.
+
+Every page a step reaches is audited with axe-core (axe-playwright-python's bundled axe.min.js; nothing is
+fetched) in the light and in the dark colour scheme: any violation on one of siwa's pages fails the run,
+with each one printed. The emulator's pages (the consent sheet, its log) and the gateway's stand-in app are
+audited and their violations printed, but they do not fail the run: they are not siwa's pages.
+Exits 0 when every step and every audit passed; prints one line per step and per audit.
 """
 import argparse
 import json
@@ -18,32 +23,67 @@ import shutil
 import sys
 import time
 import urllib.parse
-import urllib.request
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import sync_playwright
+from siwa_testkit import TESTS, Emulator, Report
 
 WEB_CLIENT = "dev.siwa.demo.web"
+report = Report("browser")
 
 
-def admin(emulator, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(emulator + "/emulator/admin/" + path, data=data,
-                                     headers={"Content-Type": "application/json"},
-                                     method="POST" if body is not None else "GET")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"null")
+class Audit:
+    """axe-core on the page as it is, once per colour scheme (media emulation flips prefers-color-scheme in
+    place, so the page is not reloaded), then the page's own scheme again."""
+
+    def __init__(self, emulator_urls):
+        self.axe = Axe()
+        self.emulator_urls = emulator_urls   # pages under these are the emulator's: reported, not failed
+        self.pages = {"light": 0, "dark": 0}
+        self.reported_only = 0
+
+    def run(self, page, name, scheme):
+        kind = page.evaluate("document.body ? document.body.getAttribute('data-page') : null") or ""
+        siwas = not (kind.startswith("emulator") or kind == "upstream"
+                     or any(page.url.startswith(url) for url in self.emulator_urls))
+        found = []
+        for audited in ("light", "dark"):
+            page.emulate_media(color_scheme=audited)
+            violations = self.axe.run(page).response["violations"]
+            found += [(audited, v) for v in violations]
+            self.pages[audited] += 1
+        page.emulate_media(color_scheme=scheme)
+        whose = "" if siwas else f" ({kind or 'not siwa'}'s page: reported, not failed)"
+        if not found:
+            report.ok(f"axe light+dark: {name}, 0 violations{whose}")
+            return
+        lines = []
+        for audited, violation in found:
+            lines.append(f"{audited}: {violation['id']} ({violation.get('impact')}) {violation['help']}")
+            for node in violation["nodes"][:6]:
+                summary = (node.get("failureSummary") or "").replace("\n", " ")
+                lines.append(f"    {' '.join(map(str, node['target']))}: {summary[:300]}")
+        if siwas:
+            report.fail(f"axe: {name} ({page.url}): {len(found)} violation(s)")
+        else:
+            self.reported_only += len(found)
+            report.note(f"axe: {name} ({page.url}): {len(found)} violation(s){whose}")
+        for line in lines:
+            report.note("  " + line)
 
 
 class Flow:
-    def __init__(self, page, app, emulator, shots):
+    def __init__(self, page, app, emulator, shots, audit, scheme="light"):
         self.page, self.app, self.emulator, self.shots = page, app, emulator, shots
+        self.audit, self.scheme = audit, scheme
         self.step_number = 0
 
     def step(self, name):
         self.step_number += 1
         path = os.path.join(self.shots, f"{self.step_number:02d}-{name}.png")
         self.page.screenshot(path=path, full_page=True)
-        print(f"ok    {self.step_number:02d} {name}  ({self.page.url})", flush=True)
+        report.ok(f"{self.step_number:02d} {name}  ({self.page.url})")
+        self.audit.run(self.page, name, self.scheme)
 
     def expect_page(self, kind, timeout=15000):
         self.page.wait_for_selector(f'body[data-page="{kind}"]', timeout=timeout)
@@ -72,7 +112,7 @@ class Flow:
 
 
 def gateway_journey(browser, flow, siwa_binary):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Gateway"))
+    sys.path.insert(0, os.path.join(TESTS, "Gateway"))
     from gateway_stack import GatewayStack
 
     with GatewayStack("nginx", siwa_binary) as stack:
@@ -81,6 +121,7 @@ def gateway_journey(browser, flow, siwa_binary):
         page = context.new_page()
         page.set_default_timeout(15000)
         flow.page, flow.app, flow.emulator = page, stack.base_url, stack.emulator_url
+        flow.audit.emulator_urls.append(stack.emulator_url)
         protected = stack.base_url + "/private/page?x=1&y=two+words&next=%2Fhome"
 
         page.goto(protected)
@@ -122,6 +163,10 @@ def main():
     if not chromium:
         print("FAIL  no chromium on PATH (apt-get install chromium)")
         return 2
+    emulator = Emulator(args.emulator)
+
+    def admin(path, body=None):
+        return emulator.call("GET" if body is None else "POST", path, body)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True,
@@ -129,7 +174,8 @@ def main():
         context = browser.new_context(viewport={"width": 900, "height": 900})
         page = context.new_page()
         page.set_default_timeout(15000)
-        flow = Flow(page, args.app, args.emulator, args.screenshots)
+        audit = Audit([args.emulator])
+        flow = Flow(page, args.app, args.emulator, args.screenshots, audit)
 
         # 1. Sign-in page → consent sheet (first time: name fields) → cross-site form_post → account
         page.goto(args.app + "/")
@@ -169,10 +215,10 @@ def main():
         deadline = time.time() + 15
         revokes = []
         while time.time() < deadline and not revokes:
-            revokes = [e for e in admin(args.emulator, "events") if e["kind"] == "revoke" and e.get("outcome", "").startswith("ok")]
+            revokes = [e for e in admin("events") if e["kind"] == "revoke" and e.get("outcome", "").startswith("ok")]
             if not revokes:
                 time.sleep(0.2)
-        assert revokes, "the emulator never saw the revoke: " + json.dumps(admin(args.emulator, "events")[-5:])
+        assert revokes, "the emulator never saw the revoke: " + json.dumps(admin("events")[-5:])
         page.goto(args.emulator + "/emulator")
         flow.step("emulator-log-shows-revoke")
 
@@ -185,7 +231,7 @@ def main():
 
         # 6. The lost first callback: the person's first authorization happened but never reached
         #    the site (approved through the admin API), so Apple sends no name: the recovery page.
-        admin(args.emulator, "approve", {"client_id": WEB_CLIENT, "redirect_uri": args.app + "/auth/apple/callback",
+        admin("approve", {"client_id": WEB_CLIENT, "redirect_uri": args.app + "/auth/apple/callback",
                                          "person_id": "p3", "state": "lost", "nonce": "lost"})
         flow.start_sign_in()
         flow.choose("p3")
@@ -196,7 +242,7 @@ def main():
         flow.step("recovery-page")
 
         # 7. "Stop using" at the emulator, then sign in again: the `user` JSON comes again
-        admin(args.emulator, "stop-using", {"person_id": "p3", "client_id": WEB_CLIENT})
+        admin("stop-using", {"person_id": "p3", "client_id": WEB_CLIENT})
         flow.start_sign_in()
         flow.choose("p3")
         assert flow.has_name_fields(), "after stop-using the sheet asks for the name again"
@@ -212,19 +258,22 @@ def main():
         background = dark_page.eval_on_selector("a.apple-button", "e => getComputedStyle(e).backgroundColor")
         assert background == "rgb(255, 255, 255)", background
         dark_page.screenshot(path=os.path.join(args.screenshots, "99-signin-dark.png"), full_page=True)
-        print("ok    99 signin-dark", flush=True)
+        report.ok("99 signin-dark")
+        audit.run(dark_page, "signin-dark", "dark")
+        dark.close()
 
         # 9. The gateway behind a real nginx: a protected page of another app, sign-in, back on it.
         if args.gateway_siwa:
             gateway_journey(browser, flow, args.gateway_siwa)
         browser.close()
-    print("browser flow: all steps passed")
-    return 0
+    report.note(f"axe-core audits: {audit.pages['light']} pages in light, {audit.pages['dark']} in dark; "
+                f"{audit.reported_only} violation(s) on pages not siwa's (reported only)")
+    return report.close()
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main())
     except AssertionError as error:
-        print(f"FAIL  {error}")
-        sys.exit(1)
+        report.fail(str(error))
+        sys.exit(report.close())
