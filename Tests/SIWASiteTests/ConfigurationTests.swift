@@ -228,12 +228,12 @@ struct ConfigurationTests {
         #expect(configuration.summary.contains { $0 == ("TOKEN_ENCRYPTION_KEY", "set (32 bytes)") })
     }
 
-    @Test("README's configuration table is the settings table: every name, meaning and default")
-    func readmeTable() throws {
-        let readme = try String(contentsOfFile: ResourceLocator.packageRoot + "/README.md", encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n## Configuration\n").dropFirst().first?
+    @Test("docs/operating.md's configuration table is the settings table: every name, meaning and default")
+    func operatingDocTable() throws {
+        let guide = try String(contentsOfFile: ResourceLocator.packageRoot + "/docs/operating.md", encoding: .utf8)
+        let section = try #require(guide.components(separatedBy: "\n## Configuration\n").dropFirst().first?
             .components(separatedBy: "\n## ").first)
         let documented = section.split(separator: "\n").filter { $0.hasPrefix("|") }.joined(separator: "\n")
-        #expect(documented == SettingFlags.markdownTable, "README's table should read:\n\(SettingFlags.markdownTable)")
+        #expect(documented == SettingFlags.markdownTable, "docs/operating.md's table should read:\n\(SettingFlags.markdownTable)")
     }
 }
