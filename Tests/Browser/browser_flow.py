@@ -53,7 +53,7 @@ class Audit:
             found += [(audited, v) for v in violations]
             self.pages[audited] += 1
         page.emulate_media(color_scheme=scheme)
-        whose = "" if siwas else f" ({kind or 'not siwa'}'s page: reported, not failed)"
+        whose = "" if siwas else f" ({kind or 'a page'}: not siwa's, reported only)"
         if not found:
             report.ok(f"axe light+dark: {name}, 0 violations{whose}")
             return

@@ -49,9 +49,9 @@ class Upstream:
                 rows = "".join(
                     f'<dt>{name}</dt><dd data-header="{name.lower()}">{html.escape(", ".join(values(name)) or "(absent)")}</dd>'
                     for name in ("X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Preferred-Username"))
-                body = (f'<!doctype html><html><head><meta charset="utf-8"><title>Protected app</title><style>body{{font-family:sans-serif;max-width:860px;margin:2em auto}}pre{{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:1em}}dd{{font-weight:bold}}</style></head>'
-                        f'<body data-page="upstream"><h1>The protected app</h1><p>Path: <code>{html.escape(self.path)}</code></p>'
-                        f'<dl>{rows}</dl><pre id="echo">{html.escape(json.dumps(received, indent=1))}</pre></body></html>').encode()
+                body = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Protected app</title><style>body{{font-family:sans-serif;max-width:860px;margin:2em auto}}pre{{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:1em}}dd{{font-weight:bold}}</style></head>'
+                        f'<body data-page="upstream"><main><h1>The protected app</h1><p>Path: <code>{html.escape(self.path)}</code></p>'
+                        f'<dl>{rows}</dl><pre id="echo">{html.escape(json.dumps(received, indent=1))}</pre></main></body></html>').encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
