@@ -6,8 +6,12 @@ import NIOHTTP1
 /// `RequestChannelHandler`), so every rule is tested with plain values.
 ///
 /// A pipelined request (parts that arrive while a response is under way) is held, in order, until
-/// that response's end is written, and the handler stops reading from the socket while anything is
-/// held. When the server quiesces, an idle connection closes at once and a busy one after its answer.
+/// that response's end has been *written to the socket* (not merely queued), and the handler stops
+/// reading from the socket while anything is held or a written answer is still waiting for the peer to
+/// read it: a client that pipelines requests and never reads the answers holds one answer and one
+/// read's worth of requests, never more. A request that asks to `Upgrade` is answered and the
+/// connection closed. When the server quiesces, an idle connection closes at once and a busy one after
+/// its answer.
 struct RequestAssembly {
     /// What the channel handler does after an event.
     enum Action: Equatable {
@@ -21,7 +25,7 @@ struct RequestAssembly {
         case close
     }
 
-    /// What `responseWritten()` tells the handler.
+    /// What `responseFlushed()` tells the handler.
     enum AfterResponse: Equatable {
         /// Keep the connection for the next request.
         case keepAlive
@@ -36,6 +40,8 @@ struct RequestAssembly {
         case idle
         case receiving(head: HTTPRequestHead, body: ByteBuffer?, overLimit: Bool)
         case responding(keepAlive: Bool)
+        /// The response's end was handed to the socket; its bytes are not all written yet.
+        case flushing(keepAlive: Bool)
         case closed
     }
 
@@ -46,7 +52,8 @@ struct RequestAssembly {
         case peerFinished
     }
 
-    /// The most body bytes kept for one request.
+    /// The most body bytes kept for one request that may carry a body a route reads (`POST`, `PUT`,
+    /// `PATCH`, `DELETE`); any other method's body is read and dropped as it arrives.
     let bodyLimit: Int
     private(set) var state: State = .idle
     private(set) var held: [Held] = []
@@ -63,7 +70,7 @@ struct RequestAssembly {
         case .idle:
             state = .receiving(head: head, body: nil, overLimit: false)
             return .none
-        case .responding:
+        case .responding, .flushing:
             hold(.part(.head(head)))
             return .none
         case .receiving:
@@ -75,7 +82,7 @@ struct RequestAssembly {
     }
 
     mutating func receivedBody(_ part: ByteBuffer) -> Action {
-        if case .responding = state {
+        if isAnswering {
             hold(.part(.body(part)))
             return .none
         }
@@ -88,7 +95,7 @@ struct RequestAssembly {
         state = .idle
         if !overLimit {
             let kept = body?.readableBytes ?? 0
-            if part.readableBytes > bodyLimit - kept {
+            if part.readableBytes > Self.bodyLimit(bodyLimit, for: head) - kept {
                 // Past the limit: drop what was kept and whatever else arrives, but keep reading to the
                 // end so the answer (413 from a route that reads the body) reaches the peer intact.
                 body = nil
@@ -104,7 +111,7 @@ struct RequestAssembly {
     }
 
     mutating func receivedEnd() -> Action {
-        if case .responding = state {
+        if isAnswering {
             hold(.part(.end(nil)))
             return .none
         }
@@ -113,26 +120,57 @@ struct RequestAssembly {
             state = .closed
             return .close
         }
-        state = .responding(keepAlive: head.isKeepAlive && !quiescing)
+        // An `Upgrade` request is answered as a plain request, then the connection closes: NIO's decoder
+        // stops parsing after one, and whatever follows must not pile up behind it.
+        state = .responding(keepAlive: head.isKeepAlive && !quiescing && !head.headers.contains(name: "upgrade"))
         return .dispatch(head: head, body: body, overLimit: overLimit)
+    }
+
+    /// The body limit for `head`'s method: methods whose bodies routes read get `limit`, others none.
+    static func bodyLimit(_ limit: Int, for head: HTTPRequestHead) -> Int {
+        switch head.method {
+        case .POST, .PUT, .PATCH, .DELETE: return limit
+        default: return 0
+        }
+    }
+
+    /// A response is under way or being written out: what arrives now waits behind it.
+    private var isAnswering: Bool {
+        switch state {
+        case .responding, .flushing: return true
+        default: return false
+        }
     }
 
     private mutating func hold(_ event: Held) {
         // Past a response that closes the connection nothing more is answered: nothing to keep.
-        if case .responding(keepAlive: true) = state {
-            held.append(event)
+        switch state {
+        case .responding(keepAlive: true), .flushing(keepAlive: true): held.append(event)
+        default: break
         }
     }
 
-    /// Whether the handler should stop reading from the socket: a pipelined request is waiting.
+    /// Whether the handler should stop reading from the socket: a pipelined request is waiting, an
+    /// answer is still being written out (the peer is not reading), or nothing after the answer under
+    /// way will be read anyway.
     var holdsReads: Bool {
-        !held.isEmpty
+        if !held.isEmpty { return true }
+        switch state {
+        case .flushing, .responding(keepAlive: false): return true
+        default: return false
+        }
     }
 
-    /// Called when the response's end is written: whether the connection stays. Then `nextHeld()`
-    /// hands over what was pipelined behind it.
-    mutating func responseWritten() -> AfterResponse {
-        guard case .responding(let keepAlive) = state else { return .discard }
+    /// Called when the response's end has been handed to the socket: no more of it may be written.
+    /// `responseFlushed()` follows once its bytes are written.
+    mutating func responseEnded() {
+        if case .responding(let keepAlive) = state { state = .flushing(keepAlive: keepAlive) }
+    }
+
+    /// Called when the response's last bytes are written: whether the connection stays. Then
+    /// `nextHeld()` hands over what was pipelined behind it.
+    mutating func responseFlushed() -> AfterResponse {
+        guard case .flushing(let keepAlive) = state else { return .discard }
         if keepAlive {
             state = .idle
             return .keepAlive
@@ -142,10 +180,25 @@ struct RequestAssembly {
         return .closeAfterWrite
     }
 
+    /// Whether the answer's bytes are waiting for the peer to read them.
+    var isFlushing: Bool {
+        if case .flushing = state { return true }
+        return false
+    }
+
+    /// Whether no request is under way (between requests, or before the first).
+    var isIdle: Bool { state == .idle }
+
+    /// Whether a request's head has arrived and its body is still coming.
+    var isReceivingBody: Bool {
+        if case .receiving = state { return true }
+        return false
+    }
+
     /// Replays what was held behind the response just written, until a request is complete (it is
     /// dispatched and the rest stays held), the connection must close, or nothing is left.
     mutating func nextHeld() -> Action {
-        while !held.isEmpty, !isResponding, state != .closed {
+        while !held.isEmpty, !isAnswering, state != .closed {
             let action: Action
             switch held.removeFirst() {
             case .part(.head(let head)): action = receivedHead(head)
@@ -162,11 +215,14 @@ struct RequestAssembly {
     /// then the connection closes; with nothing under way, it closes now.
     mutating func peerFinished() -> Action {
         switch state {
-        case .responding(keepAlive: true) where !held.isEmpty:
+        case .responding(keepAlive: true) where !held.isEmpty, .flushing(keepAlive: true) where !held.isEmpty:
             held.append(.peerFinished)
             return .none
         case .responding:
             state = .responding(keepAlive: false)
+            return .none
+        case .flushing:
+            state = .flushing(keepAlive: false)
             return .none
         case .idle, .receiving:
             state = .closed
@@ -194,6 +250,9 @@ struct RequestAssembly {
             return .close
         case .responding:
             state = .responding(keepAlive: false)
+            return .none
+        case .flushing:
+            state = .flushing(keepAlive: false)
             return .none
         case .receiving, .closed:
             return .none  // a request being received is answered, then the connection closes

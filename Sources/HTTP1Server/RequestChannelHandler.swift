@@ -14,7 +14,12 @@ import NIOHTTPTypesHTTP1
 /// two async sequences, a writer state machine and their locks. Here the parts are assembled on the
 /// event loop (`RequestAssembly`, which also holds pipelined requests back and answers quiescing), and
 /// the response is encoded here (`ResponseEncoder`): a page goes out as one buffer, head and body,
-/// in one write. Only NIO's request decoder sits in front of it.
+/// in one write. Only NIO's request decoder (and `ByteArrivalNotifier`) sits in front of it.
+///
+/// What a client can make it hold is bounded (SPEC §9, `ConnectionLimits`): a pipelined request is
+/// answered only once the answer before it is written to the socket, and reading stops meanwhile; a
+/// head, a stalled body, an idle connection and an unread answer each have a deadline (one lazily
+/// rescheduled timer per connection: a deadline that moves later costs a store, not a new timer).
 final class RequestChannelHandler<Responder: HTTPResponder>: ChannelDuplexHandler, RemovableChannelHandler
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     typealias InboundIn = HTTPServerRequestPart
@@ -34,35 +39,70 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// A `read` held back while a pipelined request waits.
     private var readHeld = false
 
-    init(responder: Responder, bodyLimit: Int, dates: HTTPDateHeader, logger: Logger) {
+    private let limits: ConnectionLimits
+    /// What the connection is waiting for, and until when; nil while a request is being answered.
+    private var deadline: (at: NIODeadline, kind: DeadlineKind)?
+    /// The one timer, and when it fires (it may fire before `deadline`, which then reschedules it).
+    private var timer: Scheduled<Void>?
+    private var timerAt = NIODeadline.distantFuture
+    /// Bytes of a request arrived since the connection went idle (its head is not complete yet).
+    private var headStarted = false
+
+    enum DeadlineKind {
+        /// No request under way: close quietly.
+        case idle
+        /// A head begun and not finished, or a body that stopped: 408, then close.
+        case head, body
+        /// An answer the peer is not reading: close.
+        case unreadAnswer
+    }
+
+    init(responder: Responder, limits: ConnectionLimits, dates: HTTPDateHeader, logger: Logger) {
         self.responder = responder
         self.logger = logger
         self.dates = dates
-        self.assembly = RequestAssembly(bodyLimit: bodyLimit)
+        self.limits = limits
+        self.assembly = RequestAssembly(bodyLimit: limits.bodyLimit)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        setDeadline(limits.idleTimeout, .idle)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         assembly.closed()
+        cancelTimer()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         assembly.closed()
+        cancelTimer()
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let action: RequestAssembly.Action
         switch unwrapInboundIn(data) {
-        case .head(let head): action = assembly.receivedHead(head)
+        case .head(let head):
+            headStarted = false
+            action = assembly.receivedHead(head)
         case .body(let part): action = assembly.receivedBody(part)
         case .end: action = assembly.receivedEnd()
         }
         perform(action, context: context)
+    }
+
+    /// After each read: a head still incomplete gets its deadline (once, from its first read), a body
+    /// that progressed gets its deadline pushed back. A whole request in one read sets neither.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if assembly.isIdle, headStarted, deadline?.kind != .head {
+            setDeadline(limits.headTimeout, .head)
+        } else if assembly.isReceivingBody {
+            setDeadline(limits.bodyTimeout, .body)
+        }
+        context.fireChannelReadComplete()
     }
 
     /// Reading stops while a pipelined request waits for the answer before it.
@@ -76,6 +116,9 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
+        case is ByteArrivalNotifier.BytesArrived:
+            if assembly.isIdle { headStarted = true }
+            return
         case ChannelEvent.inputClosed:
             // The peer half-closed (it sends no more requests): answer what it sent, then close.
             perform(assembly.peerFinished(), context: context)
@@ -94,13 +137,21 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         logger.debug("connection error", metadata: ["error.type": .string(String(reflecting: type(of: error)))])
         let answering = assembly.isResponding
         guard assembly.failed() == .close else { return }
-        if !answering, error is HTTPParserError {
-            var buffer = context.channel.allocator.buffer(capacity: 64)
-            buffer.writeStaticString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-            context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        if !answering, let parserError = error as? HTTPParserError {
+            // A head past NIO's limit (80 KiB) is 431, as RFC 6585 says; anything else it cannot parse 400.
+            closeWithStatus(parserError == .headerOverflow
+                ? "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                : "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", context: context)
         } else {
             context.close(promise: nil)
         }
+    }
+
+    /// A fixed answer, then the connection closes.
+    private func closeWithStatus(_ text: StaticString, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: text.utf8CodeUnitCount)
+        buffer.writeStaticString(text)
+        context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
     private func perform(_ action: RequestAssembly.Action, context: ChannelHandlerContext) {
@@ -110,7 +161,51 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         case .close:
             context.close(promise: nil)
         case let .dispatch(head, body, overLimit):
+            deadline = nil   // the answer takes what it takes (calls to Apple have their own timeout)
             dispatch(head: head, body: body, overLimit: overLimit, context: context)
+        }
+    }
+
+    // MARK: Deadlines
+
+    /// The connection now waits for `kind`, at most `timeout` from now. The timer is rescheduled only
+    /// when the new deadline is earlier than the one it is set for.
+    private func setDeadline(_ timeout: TimeAmount, _ kind: DeadlineKind) {
+        let at = NIODeadline.now() + timeout
+        deadline = (at, kind)
+        if timer == nil || at < timerAt { schedule(at) }
+    }
+
+    private func schedule(_ at: NIODeadline) {
+        guard let context else { return }
+        timer?.cancel()
+        timerAt = at
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) { self.timerFired() }
+    }
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+        timerAt = .distantFuture
+        deadline = nil
+    }
+
+    private func timerFired() {
+        timer = nil
+        timerAt = .distantFuture
+        guard let context, let (at, kind) = deadline else { return }
+        if at > .now() {
+            schedule(at)
+            return
+        }
+        deadline = nil
+        logger.debug("connection deadline passed", metadata: ["deadline": .string("\(kind)")])
+        assembly.closed()
+        switch kind {
+        case .idle, .unreadAnswer:
+            context.close(promise: nil)
+        case .head, .body:
+            closeWithStatus("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", context: context)
         }
     }
 
@@ -166,12 +261,23 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             return context.writeAndFlush(wrapOutboundOut(buffer))
         }
         encoder.appendEnd(trailers: trailers, to: &buffer)
-        let after = assembly.responseWritten()
+        assembly.responseEnded()
+        // Until the socket has taken the whole answer, nothing else is answered nor read; a peer that
+        // never reads it is dropped after the idle timeout.
+        setDeadline(limits.idleTimeout, .unreadAnswer)
         let written = context.writeAndFlush(wrapOutboundOut(buffer))
-        switch after {
+        written.assumeIsolated().whenComplete { _ in self.answerWritten(context: context) }
+        return written
+    }
+
+    /// The answer's last byte is in the socket (or the connection failed): the next request may start.
+    private func answerWritten(context: ChannelHandlerContext) {
+        switch assembly.responseFlushed() {
         case .closeAfterWrite:
-            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.close(promise: nil)
         case .keepAlive:
+            setDeadline(limits.idleTimeout, .idle)
+            headStarted = false
             // What was pipelined behind this answer, then reading again if it had stopped.
             perform(assembly.nextHeld(), context: context)
             if readHeld, !assembly.holdsReads {
@@ -181,7 +287,6 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         case .discard:
             break
         }
-        return written
     }
 
     /// A response that failed half-way (its body threw): the peer cannot tell where it ends, so the

@@ -16,15 +16,16 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     }
 
     let responder: Responder
-    let bodyLimit: Int
+    let limits: ConnectionLimits
     let dates: HTTPDateHeader
     let logger: Logger
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandlers(
+                ByteArrivalNotifier(),
                 ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                RequestChannelHandler(responder: responder, bodyLimit: bodyLimit, dates: dates, logger: self.logger))
+                RequestChannelHandler(responder: responder, limits: limits, dates: dates, logger: self.logger))
             return Value(channel: channel)
         }
     }
@@ -48,15 +49,15 @@ extension HTTPServerBuilder {
     ///
     /// - Parameters:
     ///   - responder: what answers each request (`router.buildResponder()`).
-    ///   - bodyLimit: the most request-body bytes kept in memory; past it, reading the body fails
-    ///     with `NIOTooManyBytesError` (413) and the rest is read and dropped.
+    ///   - limits: what one connection may make the server hold, and for how long (the body limit, the
+    ///     head, body and idle deadlines).
     ///   - logger: the requests' logger (each request adds its `hb.request.id`).
     public static func taskPerRequest<Responder: HTTPResponder>(
-        responder: Responder, bodyLimit: Int = 1 << 20, logger: Logger
+        responder: Responder, limits: ConnectionLimits = ConnectionLimits(), logger: Logger
     ) -> HTTPServerBuilder where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
         let dates = HTTPDateHeader()
         return HTTPServerBuilder { _ in
-            TaskPerRequestChannel(responder: responder, bodyLimit: bodyLimit, dates: dates, logger: logger)
+            TaskPerRequestChannel(responder: responder, limits: limits, dates: dates, logger: logger)
         }
     }
 }

@@ -68,7 +68,6 @@ public enum Site {
         // carry at most 5·N callbacks/s, so the client's default of 64 would cap sign-ins near 320/s.
         httpConfiguration.maximumConnectionsPerHost = 1024
         httpConfiguration.maximumTotalConnections = 1024
-        httpConfiguration.completionHandoff = EventLoopHandoff.current
         // Apple's answer never preempts a request being answered: it waits for a free core or that
         // request's turn to end (`siwa loadtest` at 512 browsers: lower in six interleaved pairs of six,
         // ~4.5 %; README "Performance").
@@ -81,23 +80,5 @@ public enum Site {
     public static func resources(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SiteResources {
         SiteResources(root: try SettingSources(environment: environment).value(SiteSettings.resourcesDirectory)
             ?? ResourceLocator.defaultRoot())
-    }
-}
-
-/// A request to Apple answered on libcurl's thread continues on the event loop it was made from: with
-/// NIO's loops as Swift's executor (the `siwa` binary), the resumed task is then scheduled right there,
-/// on its connection's loop, instead of on whichever loop the network thread's wake-up picks, which
-/// then had to hop back to write the response.
-enum EventLoopHandoff {
-    /// The loops of the group Hummingbird and the executor use; a loop of any other group (or none:
-    /// a test's cooperative pool) gets no hand-off.
-    private static let singletonLoops: Set<ObjectIdentifier> = Set(
-        MultiThreadedEventLoopGroup.singleton.makeIterator().map { ObjectIdentifier($0 as AnyObject) })
-
-    @Sendable static func current() -> (@Sendable (@escaping @Sendable () -> Void) -> Void)? {
-        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop,
-              singletonLoops.contains(ObjectIdentifier(loop as AnyObject))
-        else { return nil }
-        return { work in loop.execute(work) }
     }
 }

@@ -41,7 +41,9 @@ public func buildApplication(
     let responder = buildRouter(dependencies, publicDirectory: publicDirectory ?? configuration.resources.publicDirectory).buildResponder()
     var app = Application(
         responder: responder,
-        server: .taskPerRequest(responder: responder, logger: logger),
+        server: configuration.httpServer == .hummingbird
+            ? .http1(configuration: .init(idleTimeout: configuration.connectionLimits.idleTimeout))
+            : .taskPerRequest(responder: responder, limits: configuration.connectionLimits, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         onServerRunning: onServerRunning,
         logger: logger
@@ -75,5 +77,19 @@ struct ResourceCloser: Service, CustomStringConvertible {
         try? await gracefulShutdown()
         await apple.shutdown()
         try? await database.close()
+    }
+}
+
+extension SIWAConfiguration {
+    /// What one connection may make the server hold (SPEC §9): the largest body any route reads, and
+    /// the head, body and idle deadlines.
+    var connectionLimits: ConnectionLimits {
+        ConnectionLimits(bodyLimit: FormBody.limit, headTimeout: Self.timeAmount(httpHeadTimeout),
+                         bodyTimeout: Self.timeAmount(httpBodyTimeout), idleTimeout: Self.timeAmount(httpIdleTimeout))
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -17,7 +17,7 @@ struct RequestAssemblyTests {
         #expect(assembly.receivedBody(ByteBuffer(string: "b=2")) == .none)
         #expect(assembly.receivedEnd() == .dispatch(head: Self.keepAlive, body: ByteBuffer(string: "a=1&b=2"), overLimit: false))
         #expect(assembly.isResponding)
-        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
         #expect(assembly.state == .idle)
         // The next request on the same connection.
         #expect(assembly.receivedHead(Self.keepAlive) == .none)
@@ -39,7 +39,7 @@ struct RequestAssemblyTests {
         // Parts after the limit are read and dropped too: the request still ends normally.
         _ = over.receivedBody(ByteBuffer(string: "more"))
         #expect(over.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: true))
-        #expect(over.responseWritten() == .keepAlive)
+        #expect(over.endedAndFlushed() == .keepAlive)
     }
 
     @Test("Connection: close and HTTP/1.0 without keep-alive close once the response is written", arguments: [closing, http10])
@@ -47,7 +47,7 @@ struct RequestAssemblyTests {
         var assembly = RequestAssembly(bodyLimit: 8)
         _ = assembly.receivedHead(head)
         #expect(assembly.receivedEnd() == .dispatch(head: head, body: nil, overLimit: false))
-        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.endedAndFlushed() == .closeAfterWrite)
         #expect(assembly.state == .closed)
         #expect(!assembly.isResponding)
     }
@@ -58,10 +58,10 @@ struct RequestAssemblyTests {
         _ = receiving.receivedHead(Self.keepAlive)
         #expect(receiving.receivedHead(Self.keepAlive) == .close)
         #expect(receiving.state == .closed)
-        #expect(receiving.responseWritten() == .discard)
+        #expect(receiving.endedAndFlushed() == .discard)
     }
 
-    static let second = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/second")
+    static let second = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/second")
     static let third = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/third")
 
     @Test("pipelined requests wait behind the answer under way, reads stop meanwhile, and come out one at a time")
@@ -80,14 +80,14 @@ struct RequestAssemblyTests {
         #expect(assembly.isResponding)
         #expect(assembly.nextHeld() == .none)  // nothing comes out while the answer is under way
 
-        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
         #expect(assembly.nextHeld() == .dispatch(head: Self.second, body: ByteBuffer(string: "ab"), overLimit: false))
         #expect(assembly.holdsReads)  // the third still waits
         #expect(assembly.nextHeld() == .none)
-        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
         #expect(assembly.nextHeld() == .dispatch(head: Self.third, body: nil, overLimit: false))
         #expect(!assembly.holdsReads)
-        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
         #expect(assembly.nextHeld() == .none)
         #expect(assembly.state == .idle)
     }
@@ -105,8 +105,8 @@ struct RequestAssemblyTests {
     @Test("a request pipelined behind one that closes the connection is never answered")
     func nothingHeldBehindClose() {
         var assembly = Self.answering(Self.closing, pipelined: Self.second)
-        #expect(!assembly.holdsReads)
-        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.holdsReads)   // nothing after this answer is read: it is dropped, and reading stops
+        #expect(assembly.endedAndFlushed() == .closeAfterWrite)
         #expect(assembly.nextHeld() == .none)
     }
 
@@ -114,9 +114,9 @@ struct RequestAssemblyTests {
     func halfCloseAfterPipelined() {
         var assembly = Self.answering(Self.keepAlive, pipelined: Self.second)
         #expect(assembly.peerFinished() == .none)
-        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
         #expect(assembly.nextHeld() == .dispatch(head: Self.second, body: nil, overLimit: false))
-        #expect(assembly.responseWritten() == .keepAlive)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
         #expect(assembly.nextHeld() == .close)
         #expect(assembly.state == .closed)
     }
@@ -127,8 +127,8 @@ struct RequestAssemblyTests {
         #expect(assembly.keepsConnection)
         assembly.closeAfterResponse()
         #expect(!assembly.keepsConnection)
-        #expect(!assembly.holdsReads)
-        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.holdsReads)   // the pipelined request is dropped and nothing more is read
+        #expect(assembly.endedAndFlushed() == .closeAfterWrite)
         #expect(assembly.nextHeld() == .none)
 
         let closing = Self.answering(Self.closing, pipelined: Self.second)
@@ -142,8 +142,8 @@ struct RequestAssemblyTests {
     func failureDropsHeld() {
         var assembly = Self.answering(Self.keepAlive, pipelined: Self.second)
         #expect(assembly.failed() == .none)
-        #expect(!assembly.holdsReads)
-        #expect(assembly.responseWritten() == .closeAfterWrite)
+        #expect(assembly.holdsReads)   // the pipelined request is dropped and nothing more is read
+        #expect(assembly.endedAndFlushed() == .closeAfterWrite)
 
         var idle = RequestAssembly(bodyLimit: 8)
         #expect(idle.failed() == .close)
@@ -157,14 +157,14 @@ struct RequestAssemblyTests {
 
         var responding = Self.answering(Self.keepAlive, pipelined: Self.second)
         #expect(responding.quiesce() == .none)
-        #expect(!responding.holdsReads)  // the pipelined request is dropped
-        #expect(responding.responseWritten() == .closeAfterWrite)
+        #expect(responding.holdsReads)  // the pipelined request is dropped and nothing more is read
+        #expect(responding.endedAndFlushed() == .closeAfterWrite)
 
         var receiving = RequestAssembly(bodyLimit: 8)
         _ = receiving.receivedHead(Self.keepAlive)
         #expect(receiving.quiesce() == .none)
         #expect(receiving.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: false))
-        #expect(receiving.responseWritten() == .closeAfterWrite)
+        #expect(receiving.endedAndFlushed() == .closeAfterWrite)
     }
 
     @Test("body or end without a head: close")
@@ -189,7 +189,7 @@ struct RequestAssemblyTests {
         _ = responding.receivedEnd()
         #expect(responding.peerFinished() == .none)
         #expect(responding.isResponding)
-        #expect(responding.responseWritten() == .closeAfterWrite)
+        #expect(responding.endedAndFlushed() == .closeAfterWrite)
     }
 
     @Test("once closed, every event is ignored and nothing may be written")
@@ -199,10 +199,59 @@ struct RequestAssemblyTests {
         _ = assembly.receivedEnd()
         assembly.closed()
         #expect(!assembly.isResponding)
-        #expect(assembly.responseWritten() == .discard)
+        #expect(assembly.endedAndFlushed() == .discard)
         #expect(assembly.receivedHead(Self.keepAlive) == .none)
         #expect(assembly.receivedBody(ByteBuffer(string: "x")) == .none)
         #expect(assembly.receivedEnd() == .none)
         #expect(assembly.peerFinished() == .none)
+    }
+
+    @Test("an answer handed to the socket but not yet written holds what follows and stops reading")
+    func flushingHoldsPipelinedRequests() {
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(Self.keepAlive)
+        _ = assembly.receivedEnd()
+        assembly.responseEnded()
+        #expect(assembly.isFlushing && !assembly.isResponding)
+        #expect(assembly.holdsReads)   // the peer is not reading: neither do we
+        #expect(assembly.receivedHead(Self.keepAlive) == .none)
+        #expect(assembly.receivedEnd() == .none)
+        #expect(assembly.nextHeld() == .none)   // nothing is answered before the bytes are written
+        #expect(assembly.responseFlushed() == .keepAlive)
+        #expect(assembly.nextHeld() == .dispatch(head: Self.keepAlive, body: nil, overLimit: false))
+    }
+
+    @Test("an Upgrade request is answered, then the connection closes; reading stops meanwhile")
+    func upgradeCloses() {
+        let upgrade = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Connection": "Upgrade", "Upgrade": "websocket"])
+        var assembly = RequestAssembly(bodyLimit: 8)
+        _ = assembly.receivedHead(upgrade)
+        #expect(assembly.receivedEnd() == .dispatch(head: upgrade, body: nil, overLimit: false))
+        #expect(!assembly.keepsConnection)
+        #expect(assembly.holdsReads)
+        #expect(assembly.endedAndFlushed() == .closeAfterWrite)
+    }
+
+    @Test("a GET's body is read and dropped, never kept: only methods whose bodies routes read keep one")
+    func bodyOnlyForMethodsThatCarryOne() {
+        let get = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/oauth2/auth")
+        var assembly = RequestAssembly(bodyLimit: 1024)
+        _ = assembly.receivedHead(get)
+        _ = assembly.receivedBody(ByteBuffer(string: "x"))
+        #expect(assembly.receivedEnd() == .dispatch(head: get, body: nil, overLimit: true))
+        for method in [HTTPMethod.POST, .PUT, .PATCH, .DELETE] {
+            #expect(RequestAssembly.bodyLimit(1024, for: HTTPRequestHead(version: .http1_1, method: method, uri: "/")) == 1024)
+        }
+        for method in [HTTPMethod.GET, .HEAD, .OPTIONS, .TRACE, .CONNECT] {
+            #expect(RequestAssembly.bodyLimit(1024, for: HTTPRequestHead(version: .http1_1, method: method, uri: "/")) == 0)
+        }
+    }
+}
+
+extension RequestAssembly {
+    /// The response's end handed to the socket and written at once (a peer that reads).
+    mutating func endedAndFlushed() -> AfterResponse {
+        responseEnded()
+        return responseFlushed()
     }
 }

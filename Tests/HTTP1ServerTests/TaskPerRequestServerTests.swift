@@ -43,19 +43,21 @@ struct TaskPerRequestServerTests {
 
     /// Runs `body` with a connection to a live server answering `router()`; the connection is
     /// closed afterwards whatever happened.
-    static func withConnection(_ body: @Sendable (RawConnection) async throws -> Void) async throws {
-        try await withServer { port in
+    static func withConnection(limits: ConnectionLimits = ConnectionLimits(bodyLimit: bodyLimit),
+                               _ body: @Sendable (RawConnection) async throws -> Void) async throws {
+        try await withServer(limits: limits) { port in
             try await RawConnection.with(port: port, body)
         }
     }
 
     /// Runs `body` with the port of a live server answering `router()`.
-    static func withServer(_ body: @Sendable (Int) async throws -> Void) async throws {
+    static func withServer(limits: ConnectionLimits = ConnectionLimits(bodyLimit: bodyLimit),
+                           _ body: @Sendable (Int) async throws -> Void) async throws {
         let router = router()
         let logger = Logger(label: "http1-test")
         let app = Application(
             responder: router.buildResponder(),
-            server: .taskPerRequest(responder: router.buildResponder(), bodyLimit: bodyLimit, logger: logger),
+            server: .taskPerRequest(responder: router.buildResponder(), limits: limits, logger: logger),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             logger: logger)
         try await app.test(.live) { client in
@@ -213,6 +215,88 @@ struct TaskPerRequestServerTests {
         }
     }
 
+    // MARK: What a connection may make the server hold (SPEC §9)
+
+    static let short = ConnectionLimits(bodyLimit: bodyLimit, headTimeout: .milliseconds(400), bodyTimeout: .milliseconds(400),
+                                        idleTimeout: .milliseconds(600))
+
+    /// Seconds from now until the server closes the connection (reading and dropping what it sends).
+    static func secondsUntilClosed(_ connection: RawConnection) async throws -> (seconds: Double, bytes: String) {
+        let start = ContinuousClock.now
+        let rest = try await connection.readToEnd()
+        let elapsed = ContinuousClock.now - start
+        return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, String(decoding: rest, as: UTF8.self))
+    }
+
+    @Test("an idle keep-alive connection is closed after the idle timeout, quietly")
+    func idleClosed() async throws {
+        try await Self.withConnection(limits: Self.short) { connection in
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().body == "hello")
+            let (seconds, bytes) = try await Self.secondsUntilClosed(connection)
+            #expect(bytes.isEmpty)
+            #expect(seconds >= 0.4 && seconds < 3, "closed after \(seconds) s")
+        }
+    }
+
+    @Test("a head that never ends: 408, then closed, counted from its first byte")
+    func slowHead() async throws {
+        try await Self.withConnection(limits: Self.short) { connection in
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n")
+            let (seconds, bytes) = try await Self.secondsUntilClosed(connection)
+            #expect(bytes.hasPrefix("HTTP/1.1 408 "))
+            #expect(seconds >= 0.3 && seconds < 3, "closed after \(seconds) s")
+        }
+    }
+
+    @Test("a head sent a byte at a time still gets only its deadline from the first byte")
+    func tricklingHead() async throws {
+        try await Self.withConnection(limits: Self.short) { connection in
+            let start = ContinuousClock.now
+            var closed = false
+            for byte in "GET /hello HTTP/1.1\r\nHost: x\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
+                do { try await connection.send(String(decoding: [byte], as: UTF8.self)) } catch { closed = true; break }
+                try await Task.sleep(for: .milliseconds(50))
+                if ContinuousClock.now - start > .seconds(2) { break }
+            }
+            let (_, bytes) = try await Self.secondsUntilClosed(connection)
+            #expect(closed || bytes.hasPrefix("HTTP/1.1 408 "))
+            #expect(ContinuousClock.now - start < .seconds(4))
+        }
+    }
+
+    @Test("a body that stops: 408, then closed")
+    func stalledBody() async throws {
+        try await Self.withConnection(limits: Self.short) { connection in
+            try await connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+            let (seconds, bytes) = try await Self.secondsUntilClosed(connection)
+            #expect(bytes.hasPrefix("HTTP/1.1 408 "))
+            #expect(seconds >= 0.3 && seconds < 3, "closed after \(seconds) s")
+        }
+    }
+
+    @Test("Upgrade: answered as a plain request with Connection: close, then closed; what follows is never read")
+    func upgradeAnsweredAndClosed() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+                                      + String(repeating: "after the upgrade ", count: 10))
+            let response = try await connection.readResponse()
+            #expect(response.body == "hello")
+            #expect(response.headers["connection"] == "close")
+            #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+
+    @Test("a head past NIO's 80 KiB limit: 431, then closed")
+    func oversizedHead() async throws {
+        try await Self.withConnection { connection in
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100 * 1024))\r\n\r\n")
+            #expect(try await connection.readResponse().status == 431)
+            // then closed: the end of the stream, or a reset for the bytes it never read
+            #expect((try? await connection.readToEnd())?.isEmpty ?? true)
+        }
+    }
+
     @Test("graceful shutdown: an idle connection is closed, one with an answer under way gets it and then closes")
     func quiescing() async throws {
         let router = Self.router()
@@ -220,7 +304,7 @@ struct TaskPerRequestServerTests {
         let port = AsyncStream<Int>.makeStream()
         let app = Application(
             responder: router.buildResponder(),
-            server: .taskPerRequest(responder: router.buildResponder(), bodyLimit: Self.bodyLimit, logger: logger),
+            server: .taskPerRequest(responder: router.buildResponder(), limits: ConnectionLimits(bodyLimit: Self.bodyLimit), logger: logger),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in port.continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -81,14 +81,24 @@ extension SIWAConfiguration {
             databaseURL: databaseURL, host: host, port: port, tokenEncryptionKey: tokenKey, emulatorPort: emulatorPort,
             dataDirectory: dataDirectory, siteName: siteName, resources: resources)
         configuration.appleTimeout = try sources.defaulted(S.appleTimeout)
+        configuration.revocationInterval = try sources.defaulted(S.revocationInterval)
+        configuration.revocationLease = try outlastingAppleCalls(S.revocationLease, sources, appleTimeout: configuration.appleTimeout)
+        configuration.consentCheckInterval = try sources.defaulted(S.consentCheckInterval)
+        configuration.consentCheckPassInterval = try sources.defaulted(S.consentCheckPassInterval)
+        configuration.consentCheckClaim = try outlastingAppleCalls(S.consentCheckClaim, sources, appleTimeout: configuration.appleTimeout)
         configuration.rateLimitPerMinute = try sources.defaulted(S.rateLimitPerMinute)
         configuration.profileFallback = try sources.defaulted(S.profileFallback)
         configuration.clientSecretLifetime = try sources.defaulted(S.clientSecretLifetime)
         configuration.logLevel = try sources.defaulted(S.logLevel)
+        configuration.logFormat = try sources.defaulted(S.logFormat)
         configuration.eventLoopThreads = try sources.defaulted(S.eventLoopThreads)
         configuration.postgresMaxConnections = try sources.defaulted(S.postgresMaxConnections)
         configuration.maximumPendingAuthorizations = try sources.defaulted(S.maximumPendingAuthorizations)
         configuration.maximumPendingAuthorizationsPerClient = try sources.defaulted(S.maximumPendingAuthorizationsPerClient)
+        configuration.httpHeadTimeout = try sources.defaulted(S.httpHeadTimeout)
+        configuration.httpBodyTimeout = try sources.defaulted(S.httpBodyTimeout)
+        configuration.httpIdleTimeout = try sources.defaulted(S.httpIdleTimeout)
+        configuration.httpServer = try sources.defaulted(S.httpServer)
         configuration.trustedProxies = try sources.defaulted(S.trustedProxies)
         if let domain = try sources.value(S.sessionCookieDomain) {
             let publicHost = URLComponents(string: publicURL)?.host?.lowercased() ?? ""
@@ -111,6 +121,22 @@ extension SIWAConfiguration {
             configuration.warnings.append("OIDC_SIGNING_KEY_PATH is set but OIDC_CLIENTS_FILE is not: the OpenID provider is off")
         }
         return configuration
+    }
+
+    /// A lease on background work (a revocation's, the consent check's claim), which its holder renews before
+    /// each call to Apple: it has to outlast one call, `APPLE_TIMEOUT`, plus up to a second lost to the
+    /// whole-second clock and a second for the database write that records the answer. Unset, it is the
+    /// table's default or `APPLE_TIMEOUT` + 2 s when that is longer; set shorter, start-up fails.
+    static func outlastingAppleCalls(_ setting: Setting<Duration>, _ sources: SettingSources, appleTimeout: Duration) throws -> Duration {
+        let minimum = appleTimeout + .seconds(2)
+        let wholeMinimum = Duration.seconds(minimum.components.seconds + (minimum.components.attoseconds == 0 ? 0 : 1))
+        guard sources.isSet(setting), let lease = try sources.value(setting) else {
+            return max(try sources.defaulted(setting), wholeMinimum)
+        }
+        guard lease >= minimum else {
+            throw ConfigurationError(setting.row.name, "must be at least APPLE_TIMEOUT + 2 seconds (\(wholeMinimum.components.seconds)), so that a lease outlasts a call to Apple; got \(lease.components.seconds)")
+        }
+        return lease
     }
 
     /// A loopback listen address: only reachable from this machine.

@@ -141,6 +141,20 @@ enum Parse {
         return url
     }
 
+    static func httpServer(_ raw: String) throws(SettingProblem) -> HTTPServerKind {
+        guard let value = HTTPServerKind(rawValue: raw) else {
+            throw SettingProblem("must be `siwa` or `hummingbird`, got \(raw)")
+        }
+        return value
+    }
+
+    static func logFormat(_ raw: String) throws(SettingProblem) -> LogFormat {
+        guard let value = LogFormat(rawValue: raw.lowercased()) else {
+            throw SettingProblem("must be `text` or `json`, got \(raw)")
+        }
+        return value
+    }
+
     static func profileFallback(_ raw: String) throws(SettingProblem) -> ProfileFallback {
         guard let value = ProfileFallback(rawValue: raw) else {
             throw SettingProblem("must be `recovery` or `ask`, got \(raw)")

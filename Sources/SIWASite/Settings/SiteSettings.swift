@@ -90,6 +90,10 @@ public enum SiteSettings {
     static let logLevel = Setting<Logger.Level>(
         "LOG_LEVEL", flag: "log-level", meaning: "`trace` … `error`", default: .info, defaultText: "`info`",
         parse: Parse.logLevel, summary: { $0.logLevel.rawValue })
+    static let logFormat = Setting<LogFormat>(
+        "LOG_FORMAT", flag: "log-format",
+        meaning: "`text` (swift-log's lines) or `json` (one object per line: `time`, `level`, `message`, `request_id`, `user`, … for a log collector)",
+        default: .text, defaultText: "`text`", parse: Parse.logFormat, summary: { $0.logFormat.rawValue })
     static let eventLoopThreads = Setting<Int>(
         "EVENT_LOOP_THREADS", flag: "event-loop-threads",
         meaning: "threads that serve HTTP and run the request handlers (NIO event loops)",
@@ -121,6 +125,28 @@ public enum SiteSettings {
         default: 300, defaultText: "`300`",
         parse: Parse.wholeNumber(atLeast: 0, "must be 0 (off) or a positive number of sign-ins per client address"),
         summary: { $0.maximumPendingAuthorizationsPerClient == 0 ? "off" : String($0.maximumPendingAuthorizationsPerClient) })
+    static let httpHeadTimeout = Setting<Duration>(
+        "HTTP_HEAD_TIMEOUT", flag: "http-head-timeout",
+        meaning: "seconds from a request's first byte to the end of its head; past it `408` and the connection closes",
+        default: .seconds(30), defaultText: "`30`",
+        parse: Parse.seconds(in: 0...3600, excludingLowerBound: true, "must be a number of seconds between 0 and 3600"),
+        summary: { "\(seconds($0.httpHeadTimeout)) s" })
+    static let httpBodyTimeout = Setting<Duration>(
+        "HTTP_BODY_TIMEOUT", flag: "http-body-timeout",
+        meaning: "seconds a request body may pause between two reads; past it `408` and the connection closes",
+        default: .seconds(30), defaultText: "`30`",
+        parse: Parse.seconds(in: 0...3600, excludingLowerBound: true, "must be a number of seconds between 0 and 3600"),
+        summary: { "\(seconds($0.httpBodyTimeout)) s" })
+    static let httpIdleTimeout = Setting<Duration>(
+        "HTTP_IDLE_TIMEOUT", flag: "http-idle-timeout",
+        meaning: "seconds a keep-alive connection may wait for its next request, or leave an answer unread, before it is closed",
+        default: .seconds(75), defaultText: "`75` (nginx's `keepalive_timeout`)",
+        parse: Parse.seconds(in: 0...3600, excludingLowerBound: true, "must be a number of seconds between 0 and 3600"),
+        summary: { "\(seconds($0.httpIdleTimeout)) s" })
+    static let httpServer = Setting<HTTPServerKind>(
+        "HTTP_SERVER", flag: "http-server",
+        meaning: "`siwa` (the hand-built HTTP/1.1 layer, with the limits above) or `hummingbird` (Hummingbird's stock server, idle timeout only): the A/B reference of docs/architecture.md's ledger",
+        default: .siwa, defaultText: "`siwa`", parse: Parse.httpServer, summary: { $0.httpServer.rawValue })
     static let trustedProxies = Setting<TrustedProxies>(
         "TRUSTED_PROXIES", flag: "trusted-proxies",
         meaning: "comma-separated addresses and CIDR ranges (IPv4, IPv6) whose `X-Forwarded-For/-Proto/-Host/-Uri` and `X-Real-IP` are believed",
@@ -149,6 +175,38 @@ public enum SiteSettings {
         meaning: "`1` (or `siwa serve --demo`): demo mode even when `HOST` is not a loopback address",
         default: false, defaultText: "unset", isSwitch: true, parse: Parse.onOff, summary: { _ in nil })
 
+    // MARK: Background work shared by several instances (SPEC §5, §6)
+    static let revocationInterval = Setting<Duration>(
+        "REVOCATION_INTERVAL_SECONDS", flag: "revocation-interval",
+        meaning: "seconds between two looks for due Apple revocations when no deletion in this instance woke the worker (other instances queue them too)",
+        default: .seconds(5), defaultText: "`5`",
+        parse: Parse.wholeSeconds(in: 1...3_600, "must be a whole number of seconds from 1 to 3600"),
+        summary: { "\(seconds($0.revocationInterval)) s" })
+    static let revocationLease = Setting<Duration>(
+        "REVOCATION_LEASE_SECONDS", flag: "revocation-lease",
+        meaning: "seconds a revocation claimed by one instance stays its own; renewed before each call to Apple, so at least `APPLE_TIMEOUT` + 2",
+        default: .seconds(120), defaultText: "`120` (`APPLE_TIMEOUT` + 2 if longer)",
+        parse: Parse.wholeSeconds(in: 2...86_400, "must be a whole number of seconds from 2 to 86400"),
+        summary: { "\(seconds($0.revocationLease)) s" })
+    static let consentCheckInterval = Setting<Duration>(
+        "CONSENT_CHECK_INTERVAL_SECONDS", flag: "consent-check-interval",
+        meaning: "seconds between two validations of a person's refresh tokens with Apple (the consent check; Apple throttles them)",
+        default: .seconds(86_400), defaultText: "`86400` (a day)",
+        parse: Parse.wholeSeconds(in: 60...31_536_000, "must be a whole number of seconds from 60 to 31536000"),
+        summary: { "\(seconds($0.consentCheckInterval)) s" })
+    static let consentCheckPassInterval = Setting<Duration>(
+        "CONSENT_CHECK_PASS_INTERVAL_SECONDS", flag: "consent-check-pass-interval",
+        meaning: "seconds between two passes of the consent check once everybody due was checked",
+        default: .seconds(600), defaultText: "`600`",
+        parse: Parse.wholeSeconds(in: 1...86_400, "must be a whole number of seconds from 1 to 86400"),
+        summary: { "\(seconds($0.consentCheckPassInterval)) s" })
+    static let consentCheckClaim = Setting<Duration>(
+        "CONSENT_CHECK_CLAIM_SECONDS", flag: "consent-check-claim",
+        meaning: "seconds people claimed by one instance's consent check stay its own; renewed before each call to Apple, so at least `APPLE_TIMEOUT` + 2",
+        default: .seconds(900), defaultText: "`900` (`APPLE_TIMEOUT` + 2 if longer)",
+        parse: Parse.wholeSeconds(in: 2...86_400, "must be a whole number of seconds from 2 to 86400"),
+        summary: { "\(seconds($0.consentCheckClaim)) s" })
+
     // MARK: The OpenID Provider (SPEC §11)
     static let oidcClientsFile = Setting<String>(
         "OIDC_CLIENTS_FILE", flag: "oidc-clients-file",
@@ -169,9 +227,11 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
-        maximumPendingAuthorizationsPerClient.row, trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
+        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
+        trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,
+        revocationInterval.row, revocationLease.row, consentCheckInterval.row, consentCheckPassInterval.row, consentCheckClaim.row,
     ]
 
     /// `EVENT_LOOP_THREADS` alone, as `siwa serve` needs it before anything else runs (the event loops start

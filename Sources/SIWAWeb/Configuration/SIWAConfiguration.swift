@@ -17,6 +17,15 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
 }
 
 /// What to do when a new account has no name anywhere (SPEC §4.7).
+/// Which HTTP/1.1 server answers (`HTTP_SERVER`): the hand-built layer, or Hummingbird's own, which the
+/// ledger of hand-built layers measures it against (docs/architecture.md).
+public enum HTTPServerKind: String, Sendable, CaseIterable {
+    /// `HTTP1Server`: one Task per request from the channel handler, with siwa's connection limits.
+    case siwa
+    /// Hummingbird's stock `HTTP1Channel`, with the idle timeout as its only bound.
+    case hummingbird
+}
+
 public enum ProfileFallback: String, Sendable, CaseIterable {
     /// The recovery page: stop using Sign in with Apple for this site, then sign in again.
     case recovery
@@ -55,6 +64,21 @@ public struct SIWAConfiguration: Sendable {
     public var tokenEncryptionKey: AESGCMKey
     /// How long any call to Apple may take.
     public var appleTimeout: Duration = .seconds(10)
+    /// `REVOCATION_INTERVAL_SECONDS`: how often the revocation worker looks for due revocations when no
+    /// deletion in this instance woke it (other instances queue revocations too).
+    public var revocationInterval: Duration = .seconds(5)
+    /// `REVOCATION_LEASE_SECONDS`: how long a revocation claimed by one instance stays its own. The worker
+    /// renews it before each call to Apple, so it has to outlast one call (at least `appleTimeout` + 2 s).
+    public var revocationLease: Duration = .seconds(120)
+    /// `CONSENT_CHECK_INTERVAL_SECONDS`: a person's refresh tokens are validated with Apple again when their
+    /// last check (or sign-in) is older than this.
+    public var consentCheckInterval: Duration = .seconds(86_400)
+    /// `CONSENT_CHECK_PASS_INTERVAL_SECONDS`: the wait between two passes of the consent check once
+    /// everybody due was checked.
+    public var consentCheckPassInterval: Duration = .seconds(600)
+    /// `CONSENT_CHECK_CLAIM_SECONDS`: how long people claimed by one instance's consent check stay its own.
+    /// Renewed before each call to Apple, so it has to outlast one call (at least `appleTimeout` + 2 s).
+    public var consentCheckClaim: Duration = .seconds(900)
     public var emulatorPort: Int
     /// Requests per client IP per minute on the sign-in endpoints; 0 turns the limit off.
     public var rateLimitPerMinute: Int = 60
@@ -66,6 +90,8 @@ public struct SIWAConfiguration: Sendable {
     /// The site's name on its pages (SITE_NAME; defaults to PUBLIC_URL's host).
     public var siteName: String
     public var logLevel: Logger.Level = .info
+    /// `LOG_FORMAT`: each log line as swift-log's text, or as one JSON object (SIWASite's `SiteLogHandler`).
+    public var logFormat: LogFormat = .text
     /// Threads that accept connections and run request handlers: NIO's event loops, which `siwa serve` also
     /// makes Swift Concurrency's executor. Applied once, as the process starts (see `SIWACommand.main`).
     public var eventLoopThreads: Int = SIWAConfiguration.defaultEventLoopThreads
@@ -89,6 +115,15 @@ public struct SIWAConfiguration: Sendable {
     /// authorization — so one client cannot use up `maximumPendingAuthorizations` for everyone (SPEC §9);
     /// 0 turns it off (a load test from one address).
     public var maximumPendingAuthorizationsPerClient: Int = 300
+    /// How long a request's head may take from its first byte (`HTTP_HEAD_TIMEOUT`, SPEC §9).
+    public var httpHeadTimeout: Duration = .seconds(30)
+    /// The longest pause between two reads of a request body (`HTTP_BODY_TIMEOUT`).
+    public var httpBodyTimeout: Duration = .seconds(30)
+    /// How long a keep-alive connection waits for its next request, or an answer waits to be read
+    /// (`HTTP_IDLE_TIMEOUT`; nginx's `keepalive_timeout` default).
+    public var httpIdleTimeout: Duration = .seconds(75)
+    /// The HTTP/1.1 server (`HTTP_SERVER`): siwa's own unless an A/B asks for Hummingbird's.
+    public var httpServer: HTTPServerKind = .siwa
     /// Peers whose `X-Forwarded-*` headers are believed (SPEC §9).
     public var trustedProxies: TrustedProxies = .loopback
     /// `SESSION_COOKIE_DOMAIN`: the session cookie's `Domain`, so apps on subdomains share it.
@@ -162,4 +197,12 @@ extension DatabaseURL {
             return "postgres://\(username):***@\(host):\(port)/\(database)"
         }
     }
+}
+
+/// How log lines are written (`LOG_FORMAT`).
+public enum LogFormat: String, Sendable, CaseIterable {
+    /// swift-log's `StreamLogHandler` line: time, level, label, sorted metadata, source, message.
+    case text
+    /// One JSON object per line, for log collectors (Loki, Elasticsearch, CloudWatch, journald's JSON export).
+    case json
 }
