@@ -215,4 +215,42 @@ struct SignInStartTests {
             #expect(refused.status == .tooManyRequests)
         }
     }
+
+    @Test("a browser's cross-site POST never gets a native nonce nor takes a slot (SPEC §9)", arguments: Backend.allCases)
+    func nativeNonceRefusesBrowsers(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            let now = { Int64(Date().timeIntervalSince1970) }
+            let text = ByteBuffer(string: "{}")
+            let browserHeaders: [HTTPFields] = [
+                [.secFetchMode: "no-cors", .secFetchSite: "cross-site", .contentType: "text/plain"],
+                [.secFetchSite: "cross-site"],
+                [.secFetchSite: "same-site"],
+                [.secFetchMode: "cors", .secFetchSite: "same-origin"],
+            ]
+            for headers in browserHeaders {
+                let refused = try await browser.send("/auth/apple/native/nonce", method: .post, headers: headers, body: text)
+                #expect(refused.status == .forbidden)
+                #expect(refused.text.contains("browser_request"))
+            }
+            #expect(try await app.database.countPendingAuthorizations(now: now()) == 0)
+            // the app (no Sec-Fetch headers) and this site's own pages still get one
+            #expect(try await browser.send("/auth/apple/native/nonce", method: .post, body: nil).status == .ok)
+            #expect(try await browser.send("/auth/apple/native/nonce", method: .post, headers: [.secFetchSite: "same-origin"], body: nil).status == .ok)
+            #expect(try await app.database.countPendingAuthorizations(now: now()) == 2)
+        }
+    }
+
+    @Test("one client never takes the whole table, whatever the two caps say (SPEC §9)", arguments: [Backend.sqlite])
+    func perClientBelowTotal(backend: Backend) async throws {
+        try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS": "60"]) { app, browser in
+            var started = 0
+            for _ in 1...60 where try await browser.get("/auth/apple").status == .seeOther { started += 1 }
+            #expect(started == 6)
+            #expect(try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 6)
+        }
+        #expect(SignInCap.perClientLimit(configured: 300, total: 20_000) == 300)
+        #expect(SignInCap.perClientLimit(configured: 300, total: 60) == 6)
+        #expect(SignInCap.perClientLimit(configured: 5, total: 3) == 1)
+        #expect(SignInCap.perClientLimit(configured: 0, total: 60) == nil)
+    }
 }

@@ -32,11 +32,14 @@ struct ReturnTargetTests {
         "https://аpp.example.com/",   // Cyrillic а
         "evil.com", "%2F%2Fevil.com", "%2Fpath", "./x", "../x", "?x=1", "#x", "/100%", "/%zz", "/%2",
         String(repeating: "/a", count: 1100),
+        // after dot-segment removal a browser asks for `//evil.com` (SPEC §10)
+        "/.//evil.com", "/..//evil.com", "/././/evil.com", "/a/..//evil.com", "/a/b/../..//evil.com", "/../..//evil.com/x",
+        "/.%2F/evil.com", "/%2E//evil.com", "/%2e%2e//evil.com", "/x/.././/evil.com?y", "/.//evil.com#z",
     ]
 
     static let accepted: [(String, String)] = [
         ("/", "/"), ("/private", "/private"), ("/private/page?x=1&y=two+words&next=%2Fhome#top", "/private/page?x=1&y=two+words&next=%2Fhome#top"),
-        ("/a/b/../c", "/a/b/../c"), ("/search?q=100%25", "/search?q=100%25"), ("/caf%C3%A9", "/caf%C3%A9"),
+        ("/a/b/../c", "/a/b/../c"), ("/./x", "/./x"), ("/a/../b//c", "/a/../b//c"), ("/x?next=/..//y", "/x?next=/..//y"), ("/search?q=100%25", "/search?q=100%25"), ("/caf%C3%A9", "/caf%C3%A9"),
         ("/x?next=https://evil.com", "/x?next=https://evil.com"),   // a query value is the app's business, not a redirect
         ("https://auth.example.com/", "https://auth.example.com/"), ("https://auth.example.com", "https://auth.example.com"),
         ("http://auth.example.com:8080/x?y", "http://auth.example.com:8080/x?y"),

@@ -104,6 +104,8 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
         for stage in decodingStages(of: value) {
             for scalar in stage.unicodeScalars where isForbidden(scalar) { return .failure(.forbiddenCharacter) }
             if isPath && (!stage.hasPrefix("/") || stage.hasPrefix("//")) { return .failure(.protocolRelative) }
+            // A browser resolves `/.//x` and `/..//x` to `//x` before asking: the same path as `//x`.
+            if isPath && removingDotSegments(fromPathOf: stage).hasPrefix("//") { return .failure(.protocolRelative) }
         }
         if isPath { return .success(ReturnTarget(location: value)) }
 
@@ -122,6 +124,30 @@ public struct ReturnTarget: Sendable, Equatable, CustomStringConvertible {
         guard let host = Self.host(of: authority) else { return .failure(.malformedHost) }
         guard policy.allows(host) else { return .failure(.hostNotAllowed(host)) }
         return .success(ReturnTarget(location: value))
+    }
+
+    /// The path of a relative reference (up to `?` or `#`) after RFC 3986's remove_dot_segments
+    /// (§5.2.4), as a browser resolves it against this site.
+    static func removingDotSegments(fromPathOf reference: String) -> String {
+        var input = Substring(reference.prefix { $0 != "?" && $0 != "#" })
+        var output: [Substring] = []   // segments, each with its leading "/"
+        while !input.isEmpty {
+            if input.hasPrefix("../") { input = input.dropFirst(3) }
+            else if input.hasPrefix("./") { input = input.dropFirst(2) }
+            else if input.hasPrefix("/./") { input = input.dropFirst(2) }
+            else if input == "/." { input = "/" }
+            else if input.hasPrefix("/../") { input = input.dropFirst(3); _ = output.popLast() }
+            else if input == "/.." { input = "/"; _ = output.popLast() }
+            else if input == "." || input == ".." { input = "" }
+            else {
+                // The first segment with its leading "/", up to the next "/".
+                let start = input.hasPrefix("/") ? input.index(after: input.startIndex) : input.startIndex
+                let end = input[start...].firstIndex(of: "/") ?? input.endIndex
+                output.append(input[input.startIndex..<end])
+                input = input[end...]
+            }
+        }
+        return output.joined()
     }
 
     /// `value`, then each percent-decoding of it until one changes nothing. Malformed escapes (`%zz`,

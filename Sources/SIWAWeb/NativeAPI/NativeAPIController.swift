@@ -50,12 +50,27 @@ struct NativeAPIController: Sendable {
     /// `POST /auth/apple/native/nonce` (SPEC §7): a single-use nonce for the app's next Apple request.
     func issueNonce(_ request: Request, context: AppRequestContext) async throws -> Response {
         guard !dependencies.configuration.nativeClientIDs.isEmpty else { throw Self.notConfigured }
+        // An app sends neither Sec-Fetch header; a browser always does. A page's `no-cors` POST
+        // (`text/plain`, no preflight) from each of its visitors must not take a slot of the global cap
+        // (SPEC §9), so a browser's request gets a nonce only from this site's own pages.
+        if Self.isCrossSiteBrowserRequest(request.headers) { throw Self.browserRequest }
         let now = dependencies.now()
         try await dependencies.signInCap.admit(context.origin, database: dependencies.database, now: now, context: context)
         let nonce = NativeNonce.generate()
         try await dependencies.database.insertPendingAuthorization(nonce.pendingAuthorization(now: now))
         return .json(NonceAnswer(nonce: nonce.raw, expiresIn: NativeNonce.lifetime))
     }
+
+    /// A browser's request that is not this site's own (SPEC §9): `Sec-Fetch-Site` other than
+    /// `same-origin`, or any `Sec-Fetch-Mode` (a native app sends neither).
+    static func isCrossSiteBrowserRequest(_ headers: HTTPFields) -> Bool {
+        if headers[.secFetchMode] != nil { return true }
+        if let site = headers[.secFetchSite], site.lowercased() != "same-origin" { return true }
+        return false
+    }
+
+    static let browserRequest = WebError(.forbidden, kind: "browser_request", title: "Not for browsers",
+                                         message: "Nonces are issued to the native app, not to a web page.", retryPath: nil)
 
     static let notConfigured = WebError(.unauthorized, kind: "invalid_token", title: "Not configured",
                                         message: "This service accepts no app tokens (APPLE_NATIVE_CLIENT_IDS is empty).", retryPath: nil)

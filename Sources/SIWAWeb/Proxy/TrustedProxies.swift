@@ -120,4 +120,5 @@ extension HTTPField.Name {
     static let xForwardedUri = Self("X-Forwarded-Uri")!
     static let xRealIP = Self("X-Real-IP")!
     static let secFetchMode = Self("Sec-Fetch-Mode")!
+    static let secFetchSite = Self("Sec-Fetch-Site")!
 }

@@ -11,8 +11,18 @@ struct SignInCap: Sendable {
 
     init(configuration: SIWAConfiguration, now: @escaping @Sendable () -> Int64) {
         total = PendingAuthorizationCap(limit: configuration.maximumPendingAuthorizations)
-        let limit = configuration.maximumPendingAuthorizationsPerClient
-        perClient = limit > 0 ? RateLimiter(limit: limit, windowSeconds: 600, now: now) : nil
+        let limit = Self.perClientLimit(configured: configuration.maximumPendingAuthorizationsPerClient,
+                                        total: configuration.maximumPendingAuthorizations)
+        perClient = limit.map { RateLimiter(limit: $0, windowSeconds: 600, now: now) }
+    }
+
+    /// The share of the global cap one client may hold: what the operator set, but never more than a
+    /// tenth of `MAX_PENDING_AUTHORIZATIONS` (at least 1), so whatever the two settings say, one client
+    /// cannot use up the table (SPEC §9). nil when the operator turned it off (0: a load test from one
+    /// address).
+    static func perClientLimit(configured: Int, total: Int) -> Int? {
+        guard configured > 0 else { return nil }
+        return min(configured, max(1, total / 10))
     }
 
     /// Throws the page (or JSON) that says why not.
