@@ -12,6 +12,7 @@ SUITES = {
     "authlib": ("RelyingParty/authlib_client.py", "Authlib's OpenID Connect client against siwa's provider"),
     "apache": ("RelyingParty/apache_flow.py", "Apache mod_auth_openidc + Chromium against siwa's provider"),
     "third-party": ("ThirdParty/third_party.py", "django-allauth and python-social-auth against `siwa emulator`"),
+    "hostile": ("Hostile/hostile_http.py", "hostile HTTP against siwa's server and Hummingbird's stock one (control), with bounds"),
     "chaos": ("Chaos/siwa_chaos.py", "crash, disk-full, postgres-restart, instances, soak; `ci` runs the short versions"),
 }
 
