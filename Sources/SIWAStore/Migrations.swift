@@ -169,6 +169,13 @@ package let migrations: [Migration] = [
     Migration(version: 7, name: "no index on pending authorizations' expiry", statements: [
         "DROP INDEX IF EXISTS pending_authorizations_expires_idx",
     ]),
+    // Who holds each lease (a token per claim), so that only the holder records the work done: a holder
+    // whose lease ran out while it waited for Apple, and whose item another instance has since claimed,
+    // changes nothing (issue 34: revocations sent twice, people validated twice, under a slow Apple).
+    Migration(version: 8, name: "holders of revocation leases and consent-check claims", statements: [
+        "ALTER TABLE revocation_outbox ADD COLUMN locked_by TEXT NULL",
+        "ALTER TABLE users ADD COLUMN consent_claimed_by TEXT NULL",
+    ]),
 ]
 
 extension SIWADatabase {

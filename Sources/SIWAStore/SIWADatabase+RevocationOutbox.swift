@@ -2,16 +2,19 @@ import SQLKit
 
 extension SIWADatabase {
     /// Claims up to `limit` due items (`completed_at` NULL, `next_attempt_at <= now`, lease absent or expired)
-    /// by setting `locked_until = now + leaseSeconds`, oldest due first. Exactly-once across instances on
-    /// PostgreSQL (`FOR UPDATE SKIP LOCKED`); on SQLite the single statement runs under the write lock.
-    /// A claimer that dies leaves its lease to expire, after which the item is due again.
-    public func claimDueRevocations(now: Int64, limit: Int, leaseSeconds: Int64) async throws -> [RevocationItem] {
+    /// for `holder` — a token naming this claim, unique to it — by setting `locked_until = now + leaseSeconds`
+    /// and `locked_by = holder`, oldest due first. Instances claiming at once get disjoint items (`FOR UPDATE
+    /// SKIP LOCKED` on PostgreSQL; on SQLite the single statement runs under the write lock). A claimer that
+    /// dies leaves its lease to expire, after which the item is due again; so does one still waiting for
+    /// Apple, which is why the holder renews its lease before each send
+    /// (``renewRevocationLease(id:holder:until:)``) and only the holder records the outcome.
+    public func claimDueRevocations(now: Int64, limit: Int, leaseSeconds: Int64, holder: String) async throws -> [RevocationItem] {
         guard limit > 0 else { return [] }
         let skipLocked = dialect.forUpdateSkipLocked
         let lockedUntil = now + max(1, leaseSeconds)
         return try await transaction { sql in
             try await sql.raw("""
-                UPDATE revocation_outbox SET locked_until = \(bind: lockedUntil)
+                UPDATE revocation_outbox SET locked_until = \(bind: lockedUntil), locked_by = \(bind: holder)
                 WHERE id IN (
                     SELECT id FROM revocation_outbox
                     WHERE completed_at IS NULL AND next_attempt_at <= \(bind: now)
@@ -26,25 +29,45 @@ extension SIWADatabase {
         }
     }
 
-    /// Apple accepted the revocation. The token ciphertext is wiped: the row stays as a record that the
-    /// revocation happened, but nothing of the deleted person's credentials is kept.
-    public func completeRevocation(id: String, now: Int64) async throws {
+    /// Extends `holder`'s lease on item `id` to `until`. False when `holder` no longer holds it: another
+    /// instance claimed it after the lease ran out, or it was recorded done or failed. A lease that ran out
+    /// but that nobody claimed since is still the holder's (nobody else can have sent the item), so it is
+    /// renewed. The worker asks just before each call to Apple and sends only on true.
+    public func renewRevocationLease(id: String, holder: String, until: Int64) async throws -> Bool {
         try await write { sql in
             try await sql.raw("""
-                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL, token = ''
-                WHERE id = \(bind: id)
-                """).run()
+                UPDATE revocation_outbox SET locked_until = \(bind: until)
+                WHERE id = \(bind: id) AND locked_by = \(bind: holder) AND completed_at IS NULL
+                RETURNING id
+                """).first() != nil
+        }
+    }
+
+    /// Apple accepted the revocation. The token ciphertext is wiped: the row stays as a record that the
+    /// revocation happened, but nothing of the deleted person's credentials is kept. Only `holder` records
+    /// it: false (nothing changed) when another instance holds the item now, or it is already done.
+    @discardableResult
+    public func completeRevocation(id: String, holder: String, now: Int64) async throws -> Bool {
+        try await write { sql in
+            try await sql.raw("""
+                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL, locked_by = NULL, token = ''
+                WHERE id = \(bind: id) AND locked_by = \(bind: holder) AND completed_at IS NULL
+                RETURNING id
+                """).first() != nil
         }
     }
 
     /// The attempt failed: `attempts += 1`, the lease is cleared and the item is due again at `nextAttemptAt`.
-    public func failRevocation(id: String, error: String, nextAttemptAt: Int64) async throws {
+    /// Only `holder` records it: false (nothing changed) when another instance holds the item now.
+    @discardableResult
+    public func failRevocation(id: String, holder: String, error: String, nextAttemptAt: Int64) async throws -> Bool {
         try await write { sql in
             try await sql.raw("""
                 UPDATE revocation_outbox SET attempts = attempts + 1, last_error = \(bind: error),
-                    next_attempt_at = \(bind: nextAttemptAt), locked_until = NULL
-                WHERE id = \(bind: id) AND completed_at IS NULL
-                """).run()
+                    next_attempt_at = \(bind: nextAttemptAt), locked_until = NULL, locked_by = NULL
+                WHERE id = \(bind: id) AND locked_by = \(bind: holder) AND completed_at IS NULL
+                RETURNING id
+                """).first() != nil
         }
     }
 

@@ -167,7 +167,8 @@ struct AppleTokenTests {
                                                           tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0))
             try await db.enqueueRevocation(RevocationItem(id: "r-done", clientID: Self.web, token: "old-done",
                                                           tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0))
-            try await db.completeRevocation(id: "r-done", now: 1)
+            _ = try await db.claimDueRevocations(now: 0, limit: 1, leaseSeconds: 60, holder: "worker")
+            try await db.completeRevocation(id: "r-done", holder: "worker", now: 1)
 
             // MUT
             let legacy = try await db.sealedTokens(notStartingWith: "v2:")

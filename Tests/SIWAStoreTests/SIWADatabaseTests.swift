@@ -601,15 +601,15 @@ struct SIWADatabaseTests {
             #expect(try await db.nextRevocationDue() == 100)
 
             // Only due items, oldest first, limited.
-            #expect(try await db.claimDueRevocations(now: 150, limit: 10, leaseSeconds: 300).map(\.id) == ["a"])
-            #expect(try await db.claimDueRevocations(now: 250, limit: 10, leaseSeconds: 300).map(\.id) == ["b"])
+            #expect(try await db.claimDueRevocations(now: 150, limit: 10, leaseSeconds: 300, holder: "w").map(\.id) == ["a"])
+            #expect(try await db.claimDueRevocations(now: 250, limit: 10, leaseSeconds: 300, holder: "w").map(\.id) == ["b"])
             // Leased: not claimable until the lease ends.
-            #expect(try await db.claimDueRevocations(now: 260, limit: 10, leaseSeconds: 300).isEmpty)
+            #expect(try await db.claimDueRevocations(now: 260, limit: 10, leaseSeconds: 300, holder: "w").isEmpty)
             #expect(try await db.nextRevocationDue() == 450)  // a's lease end
 
             // MUT: a fails with backoff, b completes.
-            try await db.failRevocation(id: "a", error: "HTTP 503", nextAttemptAt: 400)
-            try await db.completeRevocation(id: "b", now: 270)
+            try await db.failRevocation(id: "a", holder: "w", error: "HTTP 503", nextAttemptAt: 400)
+            try await db.completeRevocation(id: "b", holder: "w", now: 270)
 
             // validate
             let failed = try #require(try await db.revocation(id: "a"))
@@ -621,16 +621,16 @@ struct SIWADatabaseTests {
             #expect(completed.token.isEmpty)  // no ciphertext kept once Apple accepted
             #expect(try await db.revocationCounts() == (2, 1))
             #expect(try await db.nextRevocationDue() == 400)
-            #expect(try await db.claimDueRevocations(now: 399, limit: 10, leaseSeconds: 30).isEmpty)
-            let retried = try await db.claimDueRevocations(now: 400, limit: 10, leaseSeconds: 30)
+            #expect(try await db.claimDueRevocations(now: 399, limit: 10, leaseSeconds: 30, holder: "w").isEmpty)
+            let retried = try await db.claimDueRevocations(now: 400, limit: 10, leaseSeconds: 30, holder: "w")
             #expect(retried.map(\.id) == ["a"])
             #expect(retried.first?.attempts == 1)
             // An expired lease (claimer died) makes it due again.
-            #expect(try await db.claimDueRevocations(now: 431, limit: 10, leaseSeconds: 30).map(\.id) == ["a"])
-            try await db.completeRevocation(id: "a", now: 440)
+            #expect(try await db.claimDueRevocations(now: 431, limit: 10, leaseSeconds: 30, holder: "w").map(\.id) == ["a"])
+            try await db.completeRevocation(id: "a", holder: "w", now: 440)
             #expect(try await db.revocationCounts() == (1, 0))
-            #expect(try await db.claimDueRevocations(now: 20_000, limit: 0, leaseSeconds: 30).isEmpty)
-            #expect(try await db.claimDueRevocations(now: 20_000, limit: 5, leaseSeconds: 30).map(\.id) == ["later"])
+            #expect(try await db.claimDueRevocations(now: 20_000, limit: 0, leaseSeconds: 30, holder: "w").isEmpty)
+            #expect(try await db.claimDueRevocations(now: 20_000, limit: 5, leaseSeconds: 30, holder: "w").map(\.id) == ["later"])
         }
     }
 
@@ -647,7 +647,7 @@ struct SIWADatabaseTests {
             func drain(_ db: SIWADatabase) async throws -> [String] {
                 var ids: [String] = []
                 while true {
-                    let batch = try await db.claimDueRevocations(now: 1_000, limit: 3, leaseSeconds: 600)
+                    let batch = try await db.claimDueRevocations(now: 1_000, limit: 3, leaseSeconds: 600, holder: "w")
                     if batch.isEmpty { return ids }
                     ids += batch.map(\.id)
                 }

@@ -15,8 +15,9 @@ import Testing
 @Suite("Several instances on one database")
 struct SeveralInstancesTests {
     /// `count` instances on one private database, each with its own pool (the first is the test database's own).
-    static func instances(_ test: TestDatabase, count: Int, apple: LoopbackApple) async throws -> [SIWADependencies] {
-        let configuration = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: [:]))
+    static func instances(_ test: TestDatabase, count: Int, apple: LoopbackApple, settings: [String: String] = [:]) async throws
+        -> [SIWADependencies] {
+        let configuration = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: settings))
         let http = Site.appleHTTPClient(for: configuration)
         var instances: [SIWADependencies] = []
         for index in 0..<count {
@@ -34,10 +35,12 @@ struct SeveralInstancesTests {
     }
 
     /// Runs `body` with three instances and a loopback Apple, closing them afterwards whatever happens.
-    static func withThreeInstances(_ backend: Backend, _ body: ([SIWADependencies], LoopbackApple) async throws -> Void) async throws {
+    static func withThreeInstances(
+        _ backend: Backend, settings: [String: String] = [:], _ body: ([SIWADependencies], LoopbackApple) async throws -> Void
+    ) async throws {
         try await LoopbackApple.with { apple in
             try await withDatabase(backend, poolSize: 2) { test in
-                let instances = try await Self.instances(test, count: 3, apple: apple)
+                let instances = try await Self.instances(test, count: 3, apple: apple, settings: settings)
                 do {
                     try await body(instances, apple)
                 } catch {
@@ -115,7 +118,7 @@ struct SeveralInstancesTests {
             // setup: instance 0 claims a batch and is killed before checking anyone (the state kill -9
             // leaves: claims in the database, nobody to finish them)
             let orphaned = try await instances[0].database.claimUsersForConsentCheck(
-                before: start - 86_400, now: start, claimUntil: start + 60, limit: 5)
+                before: start - 86_400, now: start, claimUntil: start + 60, limit: 5, holder: "dead")
             #expect(orphaned.count == 5)
 
             // MUT: the survivors' passes while the claims are live, then after they expire
@@ -132,6 +135,91 @@ struct SeveralInstancesTests {
             for (account, _) in orphaned {
                 #expect(try await instances[1].database.user(sub: account.appleSub)?.consentCheckedAt != nil)
             }
+        }
+    }
+
+    /// Runs `round` on every instance at once, again and again (a pause of 200 ms after each), until
+    /// `done` or `limit` has passed. Returns what each instance's rounds added up to (e.g. the items it
+    /// did), or nil when the limit came first.
+    static func untilDone(
+        _ instances: [SIWADependencies], limit: Duration, round: @escaping @Sendable (SIWADependencies) async -> Int,
+        done: @escaping @Sendable () async throws -> Bool
+    ) async throws -> [Int]? {
+        let deadline = ContinuousClock.now + limit
+        return try await withThrowingTaskGroup(of: Int?.self) { group in
+            for instance in instances {
+                group.addTask {
+                    var total = 0
+                    while ContinuousClock.now < deadline {
+                        total += await round(instance)
+                        if try await done() { return total }
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    return nil
+                }
+            }
+            var totals: [Int]? = []
+            for try await total in group {
+                if let total { totals?.append(total) } else { totals = nil }
+            }
+            return totals
+        }
+    }
+
+    @Test("a slow Apple and a short lease: three workers revoke each token exactly once", arguments: Backend.allCases)
+    func slowAppleRevokesOnce(backend: Backend) async throws {
+        let settings = ["APPLE_TIMEOUT": "1", "REVOCATION_LEASE_SECONDS": "3"]
+        try await Self.withThreeInstances(backend, settings: settings) { instances, apple in
+            // setup: 8 deleted accounts, a revocation queued for each; Apple takes 0.7 s a revoke, so one
+            // worker's batch of 8 (5.6 s) outlasts its 3-second lease
+            try await Self.seed(instances[0], apple: apple, prefix: "rv", count: 8)
+            for index in 0..<8 {
+                let account = try #require(try await instances[0].database.user(sub: "rv.\(index)"))
+                try await instances[0].deleteAccount(account, revoke: true)
+            }
+            apple.setBehaviour(.delay(.milliseconds(700)), for: "/auth/revoke")
+            let database = instances[0].database
+
+            // MUT: the three workers, each looking again every 200 ms, until nothing is pending
+            let finished = try await Self.untilDone(instances, limit: .seconds(60), round: { instance in
+                await RevocationWorker(dependencies: instance, logger: TestDatabase.quietLogger).runOnce()
+            }, done: { try await database.revocationCounts().pending == 0 })
+
+            // validate: each token sent once, all recorded; another worker took over the leases that ran out
+            let accepted = try #require(finished, "not done within the minute")
+            #expect(accepted.reduce(0, +) == 8 && accepted.filter { $0 > 0 }.count >= 2, "\(accepted)")
+            let sent = apple.requests(to: "/auth/revoke").reduce(into: [String: Int]()) { $0[$1["token"] ?? "", default: 0] += 1 }
+            #expect(sent.count == 8 && sent.values.allSatisfy { $0 == 1 }, "\(sent)")
+            #expect(try await database.revocationCounts() == (0, 0))
+        }
+    }
+
+    @Test("a slow Apple and a short claim: three instances validate each refresh token exactly once", arguments: Backend.allCases)
+    func slowAppleConsentCheckedOnce(backend: Backend) async throws {
+        let settings = ["APPLE_TIMEOUT": "1", "CONSENT_CHECK_CLAIM_SECONDS": "3"]
+        try await Self.withThreeInstances(backend, settings: settings) { instances, apple in
+            // setup: 8 people due; Apple takes 0.7 s a validation, so one instance's batch of 8 outlasts its
+            // 3-second claim
+            try await Self.seed(instances[0], apple: apple, prefix: "slow", count: 8)
+            apple.setBehaviour(.delay(.milliseconds(700)), for: "/auth/token")
+            let offset: Int64 = 2 * 86_400
+            let clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) + offset }
+            var configuration = ConsentCheckService.Configuration(instances[0].configuration)
+            configuration.callSpacing = .milliseconds(2)
+            let database = instances[0].database
+
+            // MUT: each instance passes again every 200 ms until everybody has been checked
+            let finished = try await Self.untilDone(instances, limit: .seconds(60), round: { [configuration] instance in
+                await ConsentCheckService(dependencies: instance, logger: TestDatabase.quietLogger, configuration: configuration,
+                                          now: clock).runOnce().valid
+            }, done: { try await database.usersDueForConsentCheck(before: clock() - 86_400, limit: 100).isEmpty })
+
+            // validate
+            #expect(configuration.claimLease == 3 && configuration.batchSize >= 8)
+            let valid = try #require(finished, "not done within the minute")
+            #expect(valid.reduce(0, +) == 8 && valid.filter { $0 > 0 }.count >= 2, "\(valid)")
+            let calls = await Self.callsPerToken(apple)
+            #expect(calls.count == 8 && calls.values.allSatisfy { $0 == 1 }, "\(calls)")
         }
     }
 

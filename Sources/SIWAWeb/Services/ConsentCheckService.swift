@@ -1,4 +1,5 @@
 import AppleSignIn
+import JOSE
 import Logging
 import Prometheus
 import ServiceLifecycle
@@ -22,14 +23,16 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
     /// The knobs, each with its default.
     public struct Configuration: Sendable {
         /// A person is checked again when their last check (or sign-in, which validates the token
-        /// too) is older than this. Default one day.
+        /// too) is older than this. Default one day (`CONSENT_CHECK_INTERVAL_SECONDS`).
         public var checkInterval: Int64 = 86_400
         /// People claimed from the database per query. Default 20.
         public var batchSize = 20
-        /// How long a claim on a batch keeps other instances away from its people (SPEC: a refresh
-        /// token validated at most once per interval across instances). It must outlast checking the
-        /// whole batch — two tokens a person, each up to `APPLE_TIMEOUT` plus `callSpacing` — so by
-        /// default 15 minutes; a claim left by an instance that died expires after it.
+        /// How long a claim keeps other instances away from a person (a refresh token validated at most
+        /// once per interval across instances). A batch can take longer than that (twenty people, two
+        /// tokens each, each call up to `APPLE_TIMEOUT`), so the claim on a person is renewed for this
+        /// long before each call to Apple: it only has to outlast one call (`CONSENT_CHECK_CLAIM_SECONDS`
+        /// is at least `APPLE_TIMEOUT` + 2 s). Default 15 minutes; a claim left by an instance that died
+        /// expires after it.
         public var claimLease: Int64 = 900
         /// The pause between two calls to Apple, which throttles bursts: the default of 500 ms
         /// (two calls a second) covers up to 172,800 people a day.
@@ -37,7 +40,8 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         /// The wait before the first pass after start-up, so a restart (or many instances starting at
         /// once) does not begin with a burst. Default 60 s.
         public var startDelay: Duration = .seconds(60)
-        /// The wait between passes once everybody due has been checked. Default 10 minutes.
+        /// The wait between passes once everybody due has been checked. Default 10 minutes
+        /// (`CONSENT_CHECK_PASS_INTERVAL_SECONDS`).
         public var idleInterval: Duration = .seconds(600)
         /// How long a person whose check failed transiently waits before the next try. Default 1 hour.
         public var personRetryDelay: Int64 = 3_600
@@ -48,6 +52,13 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         public var maximumBackoff: Duration = .seconds(3_600)
 
         public init() {}
+
+        /// The defaults, with the interval, the pass interval and the claim from the site's settings.
+        public init(_ site: SIWAConfiguration) {
+            checkInterval = site.consentCheckInterval.components.seconds
+            idleInterval = site.consentCheckPassInterval
+            claimLease = site.consentCheckClaim.components.seconds
+        }
     }
 
     /// What one pass did.
@@ -60,6 +71,9 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         public var recentlyValidated = 0
         /// Transient failures: left as they were, tried again after `personRetryDelay`.
         public var deferred = 0
+        /// People whose claim another instance took (after it ran out) before this one was done with
+        /// them: left to that instance, unrecorded here.
+        public var claimsLost = 0
         /// Why the pass stopped before everybody due was checked (Apple down, our configuration
         /// rejected, the database unavailable); nil when it finished.
         public var stoppedEarly: String?
@@ -74,12 +88,13 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
 
     /// - Parameters:
     ///   - dependencies: the web app's dependencies (database, Apple client, token cipher, metrics).
+    ///   - configuration: the knobs; by default from the dependencies' settings.
     ///   - now: the clock in Unix seconds; the dependencies' clock by default.
-    public init(dependencies: SIWADependencies, logger: Logger, configuration: Configuration = Configuration(),
+    public init(dependencies: SIWADependencies, logger: Logger, configuration: Configuration? = nil,
                 now: (@Sendable () -> Int64)? = nil) {
         self.dependencies = dependencies
         self.logger = logger
-        self.configuration = configuration
+        self.configuration = configuration ?? Configuration(dependencies.configuration)
         self.now = now ?? dependencies.now
     }
 
@@ -108,8 +123,10 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
     ///
     /// People are claimed from the database a batch at a time, so instances sharing it split the
     /// work and none validates a token another is validating or has validated within the interval.
-    /// A check ends its claim; a transient failure hands the person back for `personRetryDelay`
-    /// (for every instance); a pass that stops early hands back the rest of its batch at once.
+    /// The claim on a person is renewed before each call to Apple (a person whose claim another
+    /// instance took meanwhile is left to it); only the holder ends a claim: a check records it, a
+    /// transient failure hands the person back for `personRetryDelay` (for every instance), a pass
+    /// that stops early hands back the rest of its batch at once.
     public func runOnce() async -> PassResult {
         var result = PassResult()
         var transientInARow = 0
@@ -117,12 +134,14 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         var seen = Set<String>()
         var unchecked: [String] = []
         let database = dependencies.database
+        // Names this pass's claims: unique to it, so not even a later pass of this instance counts as their holder.
+        let holder = dependencies.instanceID + "." + SecureRandom.token(byteCount: 6)
         do {
             while !Task.isCancelled {
                 let start = now()
                 let batch = try await database.claimUsersForConsentCheck(
                     before: start - configuration.checkInterval, now: start,
-                    claimUntil: start + configuration.claimLease, limit: configuration.batchSize)
+                    claimUntil: start + configuration.claimLease, limit: configuration.batchSize, holder: holder)
                 unchecked = batch.map(\.0.id)
                 let fresh = batch.filter { !seen.contains($0.0.id) }
                 if fresh.isEmpty { break }
@@ -132,40 +151,47 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
                     unchecked.removeAll { $0 == account.id }
                     if let validatedAt = tokens.compactMap(\.validatedAt).max(), validatedAt >= start - configuration.checkInterval {
                         // The code exchange at a recent sign-in already proved consent.
-                        try await database.markConsentChecked(userID: account.id, now: validatedAt)
-                        result.recentlyValidated += 1
+                        if try await database.markConsentChecked(userID: account.id, now: validatedAt, holder: holder) {
+                            result.recentlyValidated += 1
+                        } else {
+                            claimLost(account, &result)
+                        }
                         continue
                     }
-                    switch await check(account, tokens) {
+                    switch await check(account, tokens, holder: holder) {
                     case .valid:
                         result.valid += 1
                         transientInARow = 0
                     case .revoked:
                         result.revoked += 1
                         transientInARow = 0
+                    case .claimLost:
+                        claimLost(account, &result)
+                        continue
                     case .transient(let reason):
                         result.deferred += 1
-                        try await database.releaseConsentClaim(userID: account.id, until: now() + configuration.personRetryDelay)
+                        try await database.releaseConsentClaim(userID: account.id, holder: holder,
+                                                               until: now() + configuration.personRetryDelay)
                         transientInARow += 1
                         if transientInARow >= configuration.outageThreshold {
                             result.stoppedEarly = "Apple failed \(transientInARow) checks in a row (last: \(reason))"
-                            await handBack(unchecked)
+                            await handBack(unchecked, holder: holder)
                             return result
                         }
                     case .configuration(let reason):
                         result.stoppedEarly = reason
-                        await handBack(unchecked + [account.id])
+                        await handBack(unchecked + [account.id], holder: holder)
                         return result
                     }
                     try await Task.sleep(for: configuration.callSpacing)
                 }
                 // Claimed again in this pass (already seen): back to the pool.
-                await handBack(unchecked)
+                await handBack(unchecked, holder: holder)
                 unchecked = []
             }
         } catch is CancellationError {
             result.stoppedEarly = "cancelled"
-            await handBack(unchecked)
+            await handBack(unchecked, holder: holder)
         } catch {
             result.stoppedEarly = "database: \(error)"
             logger.warning("consent check could not use the database", metadata: ["error": .string(String(describing: error))])
@@ -173,12 +199,19 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         return result
     }
 
-    /// Claimed people this pass will not check: due again for any instance at once. (If this fails,
-    /// or the process dies, their claims simply expire.)
-    private func handBack(_ userIDs: [String]) async {
+    /// Claimed people this pass will not check: due again for any instance at once (those whose claim
+    /// another instance holds now stay its own). If this fails, or the process dies, the claims simply expire.
+    private func handBack(_ userIDs: [String], holder: String) async {
         for userID in userIDs {
-            try? await dependencies.database.releaseConsentClaim(userID: userID, until: 0)
+            _ = try? await dependencies.database.releaseConsentClaim(userID: userID, holder: holder, until: 0)
         }
+    }
+
+    /// Another instance claimed the person after this pass's claim ran out: theirs to check and record.
+    private func claimLost(_ account: UserAccount, _ result: inout PassResult) {
+        result.claimsLost += 1
+        record("claim_lost")
+        logger.notice("consent-check claim lost: left to the instance that holds it now", metadata: ["user": .string(account.id)])
     }
 
     enum Outcome: Equatable {
@@ -186,21 +219,33 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         case revoked
         case transient(String)
         case configuration(String)
+        /// Another instance holds the person's claim now.
+        case claimLost
     }
 
     /// One person's check over all their tokens (one call to Apple each, spaced like people are). Valid when
     /// any token is good (tokens Apple refused are then dropped alone); revoked when Apple refused every one.
-    private func check(_ account: UserAccount, _ tokens: [AppleTokenRecord]) async -> Outcome {
+    /// Before each call the claim is renewed for a whole `claimLease`, which outlasts the call; when another
+    /// instance took it meanwhile, nothing more is asked or written.
+    private func check(_ account: UserAccount, _ tokens: [AppleTokenRecord], holder: String) async -> Outcome {
         var refused: [AppleTokenRecord] = []
         var transient: String?
         var valid = false
         for (index, token) in tokens.enumerated() {
             if index > 0 { try? await Task.sleep(for: configuration.callSpacing) }
+            do {
+                guard try await dependencies.database.renewConsentClaim(userID: account.id, holder: holder,
+                                                                        until: now() + configuration.claimLease)
+                else { return .claimLost }
+            } catch {
+                return .transient("database: \(error)")
+            }
             switch await check(account, token) {
             case .valid: valid = true
             case .revoked: refused.append(token)
             case .transient(let reason): transient = reason
             case .configuration(let reason): return .configuration(reason)
+            case .claimLost: return .claimLost
             }
         }
         do {
@@ -211,7 +256,10 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
                         "user": .string(account.id), "client": .string(token.clientID),
                     ])
                 }
-                try await dependencies.database.markConsentChecked(userID: account.id, now: now())
+                guard try await dependencies.database.markConsentChecked(userID: account.id, now: now(), holder: holder) else {
+                    // Cannot happen while the claim outlasts the call; if it does, the new holder checks again.
+                    return .claimLost
+                }
                 record("valid")
                 return .valid
             }

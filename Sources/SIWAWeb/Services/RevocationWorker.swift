@@ -1,11 +1,18 @@
 import AppleSignIn
+import JOSE
 import Logging
 import ServiceLifecycle
 import SIWAStore
 
 /// Sends queued revocations to Apple until Apple accepts (SPEC §5). The queue is the
 /// `revocation_outbox` table, written in the same transaction as the deletion, so work survives
-/// restarts; each item is leased, so several instances never send one twice at the same time.
+/// restarts; each item is leased, so several instances never send one at the same time.
+///
+/// A batch can take longer than a lease (16 items at up to `APPLE_TIMEOUT` each), so the lease is
+/// renewed just before each call to Apple, for a whole `REVOCATION_LEASE_SECONDS` (which must exceed
+/// `APPLE_TIMEOUT`); an item whose lease another instance took meanwhile is left to that instance, unsent.
+/// Only the holder records the outcome. Delivery is still at least once, not exactly once: when the
+/// process dies (or the database fails) between Apple's answer and its record, the item is sent again.
 struct RevocationWorker: Service, CustomStringConvertible {
     /// Just the name: ServiceLifecycle logs each service as `"\(service)"` (debug level), which would otherwise
     /// write out the whole dependencies value, keys included, on one 40 KiB line.
@@ -13,10 +20,20 @@ struct RevocationWorker: Service, CustomStringConvertible {
 
     let dependencies: SIWADependencies
     let logger: Logger
-    /// Poll interval when nothing wakes the worker (other instances may enqueue too).
-    var pollInterval: Duration = .seconds(5)
-    var batchSize = 16
-    var leaseSeconds: Int64 = 120
+    /// Poll interval when nothing wakes the worker (other instances may enqueue too): `REVOCATION_INTERVAL_SECONDS`.
+    var pollInterval: Duration
+    var batchSize: Int
+    /// How long a claimed or renewed item stays this worker's: `REVOCATION_LEASE_SECONDS`.
+    var leaseSeconds: Int64
+
+    /// The settings' values unless given.
+    init(dependencies: SIWADependencies, logger: Logger, pollInterval: Duration? = nil, batchSize: Int = 16, leaseSeconds: Int64? = nil) {
+        self.dependencies = dependencies
+        self.logger = logger
+        self.pollInterval = pollInterval ?? dependencies.configuration.revocationInterval
+        self.batchSize = batchSize
+        self.leaseSeconds = leaseSeconds ?? dependencies.configuration.revocationLease.components.seconds
+    }
 
     func run() async throws {
         let signal = dependencies.revocationSignal
@@ -40,14 +57,16 @@ struct RevocationWorker: Service, CustomStringConvertible {
     @discardableResult
     func runOnce() async -> Int {
         let database = dependencies.database
+        // Names this run's leases: unique to it, so not even a later run of this instance counts as their holder.
+        let holder = dependencies.instanceID + "." + SecureRandom.token(byteCount: 6)
         var accepted = 0
         do {
             while true {
                 let now = dependencies.now()
-                let items = try await database.claimDueRevocations(now: now, limit: batchSize, leaseSeconds: leaseSeconds)
+                let items = try await database.claimDueRevocations(now: now, limit: batchSize, leaseSeconds: leaseSeconds, holder: holder)
                 if items.isEmpty { break }
                 for item in items {
-                    if await send(item) { accepted += 1 }
+                    if await send(item, holder: holder) { accepted += 1 }
                 }
                 if items.count < batchSize { break }
             }
@@ -59,14 +78,27 @@ struct RevocationWorker: Service, CustomStringConvertible {
         return accepted
     }
 
-    private func send(_ item: RevocationItem) async -> Bool {
+    private func send(_ item: RevocationItem, holder: String) async -> Bool {
         let database = dependencies.database
         do {
             let token = try dependencies.cipher.open(item.token, from: .revocation(id: item.id))
+            // The lease has to cover this call, whatever the batch took so far: renewed for a whole lease, which
+            // outlasts APPLE_TIMEOUT. Lost (another instance claimed the item after it ran out): not sent.
+            guard try await database.renewRevocationLease(id: item.id, holder: holder, until: dependencies.now() + leaseSeconds) else {
+                dependencies.metrics.revocationAttempt("lease_lost")
+                logger.notice("revocation lease lost before sending: left to the instance that holds it now", metadata: ["item": .string(item.id)])
+                return false
+            }
             try await dependencies.metrics.timeAppleCall("revoke") {
                 try await dependencies.apple.revoke(token: token, clientID: item.clientID, tokenTypeHint: item.tokenTypeHint)
             }
-            try await database.completeRevocation(id: item.id, now: dependencies.now())
+            guard try await database.completeRevocation(id: item.id, holder: holder, now: dependencies.now()) else {
+                // Cannot happen while the lease outlasts the call; if it does, the new holder sends it again.
+                dependencies.metrics.revocationAttempt("accepted_lease_lost")
+                logger.warning("Apple accepted a revocation whose lease another instance holds now: it may be sent again",
+                               metadata: ["item": .string(item.id)])
+                return true
+            }
             dependencies.metrics.revocationAttempt("accepted")
             logger.info("revocation accepted by Apple", metadata: ["item": .string(item.id), "attempts": .stringConvertible(item.attempts + 1)])
             return true
@@ -77,7 +109,9 @@ struct RevocationWorker: Service, CustomStringConvertible {
             logger.warning("revocation failed; will retry", metadata: [
                 "item": .string(item.id), "retryIn": .stringConvertible(delay), "error": .string(description),
             ])
-            try? await database.failRevocation(id: item.id, error: String(description.prefix(500)), nextAttemptAt: dependencies.now() + delay)
+            // A no-op when another instance holds the item now: its own attempt decides.
+            _ = try? await database.failRevocation(id: item.id, holder: holder, error: String(description.prefix(500)),
+                                                   nextAttemptAt: dependencies.now() + delay)
             return false
         }
     }
