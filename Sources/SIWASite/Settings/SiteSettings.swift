@@ -96,7 +96,7 @@ public enum SiteSettings {
         default: .text, defaultText: "`text`", parse: Parse.logFormat, summary: { $0.logFormat.rawValue })
     static let eventLoopThreads = Setting<Int>(
         "EVENT_LOOP_THREADS", flag: "event-loop-threads",
-        meaning: "threads that serve HTTP and run the request handlers (NIO event loops)",
+        meaning: "threads that read and write HTTP (NIO event loops; request handlers run on Swift's cooperative pool)",
         default: SIWAConfiguration.defaultEventLoopThreads, defaultText: "half the cores, at least 1",
         parse: Parse.wholeNumber(in: 1...256, "must be a number of threads from 1 to 256"),
         summary: { String($0.eventLoopThreads) })
