@@ -144,18 +144,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `siwa loadtest`: sign-in flows against a `siwa serve` it starts, with the emulator standing in for Apple.
+        .target(
+            name: "SIWALoadTest",
+            dependencies: [
+                "SIWASite", "SIWAWeb", "AppleIDEmulator", "JOSE", "CurlHTTP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Parses arguments and calls SIWASite (and SIWALoadTest for `siwa loadtest`).
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "SIWASite", "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "EventLoopExecutor",
-                // `siwa loadtest` puts its threads under SCHED_BATCH with the call CurlHTTP's thread makes.
-                "CCurl",
+                "SIWASite", "SIWALoadTest",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,13 +1,7 @@
-import AppleIDEmulator
 import ArgumentParser
-import Foundation
-import Hummingbird
-import JOSE
-import ServiceLifecycle
 import SIWASite
-import SIWAWeb
 
-/// `siwa emulator`: the Apple ID emulator on its own, for staging (point APPLE_BASE_URL at it).
+/// `siwa emulator`: its options; SIWASite runs the emulator (``StandaloneEmulator``).
 struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulator",
@@ -54,65 +48,10 @@ struct EmulatorCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let token = adminToken ?? ProcessInfo.processInfo.environment["EMULATOR_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        if let problem = EmulatorConfiguration.adminTokenProblem(host: host, token: token) {
-            printError(problem)
-            throw ExitCode(1)
-        }
-        let templates: String
-        do {
-            templates = try Site.resources().emulatorTemplatesDirectory
-        } catch let error as ConfigurationError {
-            printError(error.description)
-            throw ExitCode(1)
-        }
-        var configuration: EmulatorConfiguration
-        do throws(EmulatorConfigurationError) {
-            if let config {
-                configuration = try EmulatorConfigurationFile.load(
-                    path: config, templatesDirectory: templates, allowInsecureRedirectURIs: allowInsecureRedirectUris)
-            } else {
-                configuration = try oneTeamConfiguration(templatesDirectory: templates)
-            }
-            configuration.adminToken = token
-            configuration.stateFile = stateFile
-            try configuration.validate()
-        } catch {
-            printError(error.description)
-            throw ExitCode(1)
-        }
-        let logger = makeLogger(level: logLevel)
-        let state: AppleIDEmulatorState
-        do { state = try AppleIDEmulatorState(configuration: configuration) } catch let error as EmulatorConfigurationError {
-            printError(error.description)
-            throw ExitCode(1)
-        }
-        let app = try await buildEmulatorApplication(configuration: configuration, state: state, host: host, port: port, logger: logger)
-        print("Apple ID emulator listening on http://\(host):\(port) (event log: /emulator)")
-        let teams = Set(configuration.clients.map(\.teamID))
-        print("  \(configuration.clients.count) client(s) of \(teams.count) team(s): "
-              + configuration.clients.map(\.clientID).joined(separator: ", "))
-        if let stateFile { print("  state file: \(stateFile)") }
-        if token != nil { print("  admin API: Bearer token required") }
-        try await ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
-        await state.shutdown()
-    }
-
-    private func oneTeamConfiguration(templatesDirectory: String) throws(EmulatorConfigurationError) -> EmulatorConfiguration {
-        guard let teamId, let keyId, let publicKey else { throw EmulatorConfigurationError("--team-id, --key-id and --public-key are required") }
-        guard let pem = try? String(contentsOfFile: publicKey, encoding: .utf8) else {
-            throw EmulatorConfigurationError("--public-key: cannot read \(publicKey)")
-        }
-        guard let key = EmulatorConfigurationFile.publicKey(pem: pem) else {
-            throw EmulatorConfigurationError("--public-key: \(publicKey) holds neither a P-256 public key nor a .p8 private key")
-        }
-        var clients = clientId.map {
-            EmulatorClient(clientID: $0, teamID: teamId, keyID: keyId, publicKey: key, redirectURIs: redirectUri, notificationURL: notificationUrl)
-        }
-        clients += nativeClientId.map {
-            EmulatorClient(clientID: $0, teamID: teamId, keyID: keyId, publicKey: key, redirectURIs: [], notificationURL: notificationUrl)
-        }
-        return EmulatorConfiguration(
-            clients: clients, templatesDirectory: templatesDirectory, allowInsecureRedirectURIs: allowInsecureRedirectUris)
+        try await StandaloneEmulator.run(StandaloneEmulator.Options(
+            host: host, port: port, configFile: config, stateFile: stateFile, adminToken: adminToken,
+            allowInsecureRedirectURIs: allowInsecureRedirectUris, clientIDs: clientId, nativeClientIDs: nativeClientId,
+            teamID: teamId, keyID: keyId, redirectURIs: redirectUri, publicKeyPath: publicKey,
+            notificationURL: notificationUrl, logLevel: logLevel))
     }
 }

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import Logging
 import SIWASite
-import SIWAWeb
 
 /// Every setting of the table (SPEC §2) as a flag; a flag wins over the environment variable of the
 /// same name. The flags are parsed by the table (`SettingFlags`), which also writes their help.
@@ -10,19 +8,13 @@ struct SettingsOptions: ParsableArguments {
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The settings, listed below.", visibility: .hidden))
     var flags: [String] = []
 
-    /// The configuration from the environment and these flags, or the one line naming the bad setting (exit 1).
-    func configuration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SIWAConfiguration {
-        let values: [String: String]
+    /// The environment and these flags, where the configuration is read from (``Site/configuration(_:)``);
+    /// a flag the settings table does not know is a usage error.
+    func sources(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SettingSources {
         do {
-            values = try SettingFlags.parse(flags)
+            return SettingSources(environment: environment, flags: try SettingFlags.parse(flags))
         } catch {
             throw ValidationError(error.description)
-        }
-        do {
-            return try SIWAConfiguration.load(SettingSources(environment: environment, flags: values))
-        } catch let error as ConfigurationError {
-            printError(error.description)
-            throw ExitCode(1)
         }
     }
 
@@ -38,8 +30,3 @@ func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
 
-func makeLogger(level: String?) -> Logger {
-    var logger = Logger(label: "siwa")
-    logger.logLevel = level.flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
-    return logger
-}

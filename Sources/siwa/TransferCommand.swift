@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
-import Logging
 import SIWASite
-import SIWAStore
-import SIWAWeb
 
 /// `siwa transfer`: moving the app (and its Sign in with Apple users) to another Apple developer team.
 ///
@@ -26,22 +23,12 @@ struct TransferCommand: AsyncParsableCommand {
 
         /// The team's configuration (the same settings as `siwa serve`), its database and Apple client.
         func open() async throws -> TeamTransfer {
-            let configuration = try settings.configuration()
+            let configuration = try Site.configuration(settings.sources())
             guard concurrency >= 1, retries >= 0 else {
                 printError("--concurrency must be at least 1 and --retries at least 0")
                 throw ExitCode(1)
             }
-            var logger = Logger(label: "siwa.transfer")
-            logger.logLevel = .error
-            do {
-                return try await TeamTransfer.open(configuration: configuration, retries: retries, logger: logger)
-            } catch let error as StoreError {
-                printError("database error: DATABASE_URL (\(configuration.databaseURL.redactedDescription)): \(error)")
-                throw ExitCode(1)
-            } catch let error as ConfigurationError {
-                printError(error.description)
-                throw ExitCode(1)
-            }
+            return try await TeamTransfer.open(configuration: configuration, retries: retries)
         }
     }
 

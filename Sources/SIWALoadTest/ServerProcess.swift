@@ -66,7 +66,7 @@ final class ServerProcess: @unchecked Sendable {
 }
 
 /// A load test that could not run, said in one line.
-struct LoadTestError: Error, CustomStringConvertible {
-    let description: String
+public struct LoadTestError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }

@@ -30,7 +30,7 @@ struct LatencySummary: Codable, Sendable {
 }
 
 /// Everything one run measured; printed as text and as the `RESULT {json}` line.
-struct LoadReport: Codable, Sendable {
+public struct LoadReport: Codable, Sendable {
     /// `process`: the app ran as its own `siwa serve`; `in-process`: beside the emulator and the load generator.
     var server: String
     var concurrency: Int
@@ -50,7 +50,7 @@ struct LoadReport: Codable, Sendable {
     var callbackBeyondExchangeMilliseconds: Double?
     /// p50 of sequential GETs of a static file before the load: one loopback HTTP round trip.
     var loopbackRoundTripMilliseconds: Double
-    var errors: Int
+    public var errors: Int
     var errorsByKind: [String: Int]
     var warmupErrors: Int
     /// The server's CPU time (user + system, all threads) in the window divided by the sign-ins completed
@@ -83,7 +83,7 @@ struct LoadReport: Codable, Sendable {
     /// The machine's 1-minute load average at the end (/proc/loadavg): other processes compete for the cores.
     var loadAverage: Double
 
-    func printText() {
+    public func printText() {
         let errorKinds = errorsByKind.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: "; ")
         let errorLine = "\(errors)" + (errorKinds.isEmpty ? "" : "  " + errorKinds)
             + (warmupErrors > 0 ? "   (and \(warmupErrors) during warm-up)" : "")

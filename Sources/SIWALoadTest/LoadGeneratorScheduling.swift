@@ -1,4 +1,4 @@
-import CCurl
+import CurlHTTP
 import Foundation
 
 /// The load test's own threads — the virtual browsers and the emulator standing in for Apple — under
@@ -20,7 +20,7 @@ enum LoadGeneratorScheduling {
             guard let thread = pid_t(task) else { continue }
             // The call libcurl's network thread makes for itself. A thread that ended since the listing
             // (ESRCH) is not a refusal.
-            let error = siwa_thread_schedule_as_batch(thread)
+            let error = ThreadScheduling.runAsBatch(threadID: thread)
             if error != 0, error != ESRCH { refused = error }
         }
         if tasks.isEmpty { return "normal (no /proc/self/task)" }

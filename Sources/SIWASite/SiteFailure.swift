@@ -1,0 +1,15 @@
+import Foundation
+
+/// Why a command of the site cannot go on, in the one line `siwa` prints to standard error before it
+/// exits with status 1 (a bad setting, a database that does not open, an emulator configuration it
+/// refuses).
+public struct SiteFailure: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) { self.description = description }
+}
+
+/// Prints a line to standard error.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
