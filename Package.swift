@@ -57,13 +57,6 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: swiftSettings),
         // Synchronous SQLite, statements prepared once per connection (SIWAStore runs it inline).
         .target(name: "SQLiteDirect", dependencies: ["CSQLite3"], swiftSettings: swiftSettings),
-        // Swift Concurrency's global executor on NIO's event loops (the runtime's hook, set once by `siwa`;
-        // tested through the binary: installing it in the test process would move every suite onto it).
-        .target(
-            name: "EventLoopExecutor",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
-            swiftSettings: swiftSettings
-        ),
 
         // MARK: Product layers
         // HTTP/1.1 connections for Hummingbird's server: one Task per request, started from the channel
@@ -122,9 +115,8 @@ let package = Package(
         .target(
             name: "AppleIDEmulator",
             dependencies: [
-                "JOSE", "CurlHTTP",
+                "JOSE", "CurlHTTP", "PageTemplates",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -234,10 +226,12 @@ let package = Package(
         ),
         .testTarget(
             name: "AppleIDEmulatorTests",
+            // swift-mustache rendered the emulator's pages before; they must render the same.
             dependencies: [
-                "AppleIDEmulator", "JOSE", "CurlHTTP",
+                "AppleIDEmulator", "JOSE", "CurlHTTP", "PageTemplates",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: swiftSettings
         ),
