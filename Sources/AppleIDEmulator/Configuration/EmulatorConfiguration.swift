@@ -38,7 +38,8 @@ public struct EmulatorClient: Sendable {
 public struct EmulatorConfiguration: Sendable {
     /// The registered clients (Services IDs and bundle ids).
     public var clients: [EmulatorClient]
-    /// Path of the folder holding the emulator's Mustache templates (`templates/emulator`).
+    /// Path of the folder holding the emulator's Mustache templates (`templates/emulator`), rendered
+    /// with `PageTemplates` like the site's pages.
     public var templatesDirectory: String
     /// When true (the default), a few test people ("Ada Lovelace", "Grace Hopper", …) are ready on the sheet.
     public var seedPeople: Bool

@@ -48,6 +48,7 @@ struct AdminController: Sendable {
     func addRoutes(to router: Router<BasicRequestContext>) {
         let admin = router.group("emulator/admin")
             .add(middleware: AdminTokenMiddleware<BasicRequestContext>(token: state.configuration.adminToken))
+            .add(middleware: CrossSiteRequestGuard<BasicRequestContext>(requireJSON: true))
         admin.get("people") { _, _ -> Response in
             var result: [CreatedPerson] = []
             for person in await state.allPeople { result.append(try await describe(person, clientID: nil)) }

@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 import Hummingbird
+import PageTemplates
 
 /// `GET /auth/authorize` and the consent sheet's own forms.
 struct AuthorizeController: Sendable {
@@ -54,62 +55,80 @@ struct AuthorizeController: Sendable {
         return await pickerPage(authorization, notice: notice)
     }
 
-    private func baseContext(_ authorization: ValidatedAuthorization) -> [String: Any] {
-        let host = URL(string: authorization.redirectURI)?.host ?? authorization.redirectURI
-        return [
-            "clientID": authorization.client.clientID,
-            "redirectHost": host,
-            "hidden": authorization.parameters.sorted { $0.key < $1.key }.map { ["name": $0.key, "value": $0.value] },
-            "scopeName": authorization.scopes.contains("name"),
-            "scopeEmail": authorization.scopes.contains("email"),
-        ]
-    }
-
     private func pickerPage(_ authorization: ValidatedAuthorization, notice: String?) async -> Response {
-        var context = baseContext(authorization)
-        let carried = authorization.parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        var people: [[String: Any]] = []
-        for person in await state.allPeople {
-            let returning = await !state.isFirstAuthorization(personID: person.id, clientID: authorization.client.clientID)
-            people.append([
-                "id": person.id,
-                "name": "\(person.givenName) \(person.familyName)",
-                "initials": "\(person.givenName.prefix(1))\(person.familyName.prefix(1))",
-                "email": person.email,
-                "href": "/auth/authorize?" + PercentEncoding.query(carried + [("person_id", person.id)]),
-                "returning": returning,
-            ])
-        }
-        context["picker"] = true
-        context["people"] = people
-        if let notice { context["notice"] = notice }
-        return EmulatorResponse.html(templates.render("sheet", context))
+        EmulatorResponse.html(templates.render("sheet", await pickerView(authorization, notice: notice)))
     }
 
     private func consentPage(_ authorization: ValidatedAuthorization, person: TestPerson) async -> Response {
-        var context = baseContext(authorization)
-        let first = await state.isFirstAuthorization(personID: person.id, clientID: authorization.client.clientID)
-        let carried = authorization.parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        context["consent"] = true
-        context["personID"] = person.id
-        context["personName"] = "\(person.givenName) \(person.familyName)"
-        context["initials"] = "\(person.givenName.prefix(1))\(person.familyName.prefix(1))"
-        context["email"] = person.email
-        context["givenName"] = person.givenName
-        context["familyName"] = person.familyName
-        context["first"] = first
-        // Apple only lets a person edit the name and choose share/hide on the first authorization.
-        context["askName"] = first && authorization.scopes.contains("name")
-        context["askEmail"] = first && authorization.scopes.contains("email")
-        context["switchHref"] = "/auth/authorize?" + PercentEncoding.query(carried)
-        return EmulatorResponse.html(templates.render("sheet", context))
+        EmulatorResponse.html(templates.render("sheet", await consentView(authorization, person: person)))
     }
 
     private func errorPage(_ error: AuthorizeError) -> Response {
-        EmulatorResponse.html(
-            templates.render("error", ["error": error.error, "errorDescription": error.errorDescription]),
-            status: .badRequest
-        )
+        EmulatorResponse.html(templates.render("error", Self.errorView(error)), status: .badRequest)
+    }
+
+    // MARK: Views (what each page shows; the templates escape every value)
+
+    private static func baseView(_ authorization: ValidatedAuthorization) -> TemplateView {
+        let host = URL(string: authorization.redirectURI)?.host ?? authorization.redirectURI
+        return [
+            "clientID": .text(authorization.client.clientID),
+            "redirectHost": .text(host),
+            "hidden": .list(authorization.parameters.sorted { $0.key < $1.key }.map { ["name": .text($0.key), "value": .text($0.value)] }),
+            "scopeName": .flag(authorization.scopes.contains("name")),
+            "scopeEmail": .flag(authorization.scopes.contains("email")),
+        ]
+    }
+
+    /// The sheet's list of test people to choose from.
+    func pickerView(_ authorization: ValidatedAuthorization, notice: String?) async -> TemplateView {
+        var view = Self.baseView(authorization)
+        let carried = authorization.parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        var people: [TemplateView] = []
+        for person in await state.allPeople {
+            let returning = await !state.isFirstAuthorization(personID: person.id, clientID: authorization.client.clientID)
+            people.append([
+                "id": .text(person.id),
+                "name": .text("\(person.givenName) \(person.familyName)"),
+                "initials": .text("\(person.givenName.prefix(1))\(person.familyName.prefix(1))"),
+                "email": .text(person.email),
+                "href": .text("/auth/authorize?" + PercentEncoding.query(carried + [("person_id", person.id)])),
+                "returning": .flag(returning),
+            ])
+        }
+        view["picker"] = true
+        view["people"] = .list(people)
+        if let notice { view["notice"] = .text(notice) }
+        return view
+    }
+
+    /// The sheet's consent for one person.
+    func consentView(_ authorization: ValidatedAuthorization, person: TestPerson) async -> TemplateView {
+        var view = Self.baseView(authorization)
+        let first = await state.isFirstAuthorization(personID: person.id, clientID: authorization.client.clientID)
+        let carried = authorization.parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        view["consent"] = true
+        view["personID"] = .text(person.id)
+        view["personName"] = .text("\(person.givenName) \(person.familyName)")
+        view["initials"] = .text("\(person.givenName.prefix(1))\(person.familyName.prefix(1))")
+        view["email"] = .text(person.email)
+        view["givenName"] = .text(person.givenName)
+        view["familyName"] = .text(person.familyName)
+        view["first"] = .flag(first)
+        // Apple only lets a person edit the name and choose share/hide on the first authorization.
+        view["askName"] = .flag(first && authorization.scopes.contains("name"))
+        view["askEmail"] = .flag(first && authorization.scopes.contains("email"))
+        view["switchHref"] = .text("/auth/authorize?" + PercentEncoding.query(carried))
+        return view
+    }
+
+    static func errorView(_ error: AuthorizeError) -> TemplateView {
+        ["error": .text(error.error), "errorDescription": .text(error.errorDescription)]
+    }
+
+    /// Apple's auto-submitting `form_post` back to the redirect URI.
+    static func formPostView(action: String, fields: [(String, String)]) -> TemplateView {
+        ["action": .text(action), "fields": .list(fields.map { ["name": .text($0.0), "value": .text($0.1)] })]
     }
 
     // MARK: Form handlers
@@ -166,11 +185,8 @@ struct AuthorizeController: Sendable {
     private func deliver(_ fields: [(String, String)], for authorization: ValidatedAuthorization) -> Response {
         switch authorization.responseMode {
         case .formPost:
-            let page = templates.render("form_post", [
-                "action": authorization.redirectURI,
-                "fields": fields.map { ["name": $0.0, "value": $0.1] },
-            ])
-            return EmulatorResponse.html(page)
+            return EmulatorResponse.html(
+                templates.render("form_post", Self.formPostView(action: authorization.redirectURI, fields: fields)))
         case .query:
             let separator = authorization.redirectURI.contains("?") ? "&" : "?"
             return EmulatorResponse.redirect(to: authorization.redirectURI + separator + PercentEncoding.query(fields))

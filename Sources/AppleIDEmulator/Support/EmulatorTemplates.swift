@@ -1,27 +1,26 @@
 import Foundation
-import Mustache
+import PageTemplates
 
-/// The emulator's Mustache pages, loaded once when the router is built.
+/// The emulator's pages (`templates/emulator/*.mustache`), parsed once when the router is built and
+/// rendered from typed values with the site's own engine (`PageTemplates`): `{{…}}` is HTML-escaped,
+/// so every request-derived value on a page is escaped.
 struct EmulatorTemplates: Sendable {
     static let required = ["sheet", "form_post", "error", "dashboard"]
 
-    let library: MustacheLibrary
+    let library: TemplateLibrary
 
-    /// Loads every `*.mustache` in `directory` (partials included); fails if a page is missing.
+    /// Parses every `*.mustache` in `directory` (partials included); fails if a page is missing or
+    /// a template cannot be parsed.
     init(directory: String) throws {
-        var library = MustacheLibrary()
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for file in files where file.hasSuffix(".mustache") {
-            let text = try String(contentsOfFile: (directory as NSString).appendingPathComponent(file), encoding: .utf8)
-            try library.register(text, named: String(file.dropLast(".mustache".count)))
-        }
-        for name in Self.required where library.getTemplate(named: name) == nil {
+        guard FileManager.default.fileExists(atPath: directory) else { throw EmulatorError.templateMissing(Self.required[0]) }
+        let library = try TemplateLibrary(directory: directory)
+        for name in Self.required where !library.contains(name) {
             throw EmulatorError.templateMissing(name)
         }
         self.library = library
     }
 
-    func render(_ name: String, _ context: [String: Any]) -> String {
-        library.render(context, withTemplate: name) ?? "template \(name) failed to render"
+    func render(_ name: String, _ view: TemplateView) -> String {
+        library.render(name, view) ?? "template \(name) failed to render"
     }
 }
