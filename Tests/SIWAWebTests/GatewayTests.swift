@@ -47,6 +47,25 @@ struct GatewayTests {
         }
     }
 
+    @Test("/oauth2/auth answers the proxy with only what it needs: no browser headers on its 202 and 401")
+    func authAnswersCarryNoBrowserHeaders() async throws {
+        try await TestApp.run(.sqlite) { app, browser in
+            let browserHeaders: [HTTPField.Name] = [.contentSecurityPolicy, .xContentTypeOptions, HTTPField.Name("X-Frame-Options")!,
+                                                    HTTPField.Name("Referrer-Policy")!, HTTPField.Name("Cross-Origin-Opener-Policy")!]
+            let anonymous = try await browser.get("/oauth2/auth")
+            #expect(anonymous.status == .unauthorized)
+            try await app.signIn(browser, sub: "010.h", given: "Ada", family: "Lovelace", email: "ada@example.com")
+            let signedIn = try await browser.get("/oauth2/auth")
+            #expect(signedIn.status == .accepted)
+            for response in [anonymous, signedIn] {
+                for name in browserHeaders { #expect(response.headers[name] == nil, "\(name) on \(response.status)") }
+                #expect(response.headers[.cacheControl] == "no-store")
+            }
+            // pages still carry them
+            #expect(try await browser.get("/").headers[.contentSecurityPolicy] != nil)
+        }
+    }
+
     @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.allCases)
     func authReadsOnly(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in

@@ -30,7 +30,15 @@ struct SiteMiddleware: RouterMiddleware {
         } catch {
             response = errorPages.response(for: error, to: request, context: context)
         }
-        securityHeaders.apply(to: &response)
+        // The gateway check's 202 and 401 go to the proxy, never to a browser: only what nginx needs.
+        if !Self.isGatewayCheckAnswer(request, response) { securityHeaders.apply(to: &response) }
         return response
+    }
+
+    /// `/oauth2/auth`'s answer to the proxy's subrequest (issue 36): the identity headers or a refusal,
+    /// which nginx reads and drops. Its 302 for Caddy and Traefik, and its error pages, do reach a
+    /// browser and keep the security headers.
+    static func isGatewayCheckAnswer(_ request: Request, _ response: Response) -> Bool {
+        (response.status == .accepted || response.status == .unauthorized) && request.uri.path == "/oauth2/auth"
     }
 }

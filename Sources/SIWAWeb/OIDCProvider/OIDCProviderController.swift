@@ -115,7 +115,14 @@ struct OIDCProviderController: Sendable {
         let now = dependencies.now()
         let session = try await dependencies.webSession(for: request)
         var mustSignIn = session == nil || validated.prompt.contains("login")
-        if let session, let maxAge = validated.maxAge, now - session.record.createdAt > maxAge { mustSignIn = true }
+        // `max_age` counts from the last Apple sign-in (SPEC §11); 0 always asks for a new one.
+        if let session, let maxAge = validated.maxAge, maxAge == 0 || now - session.record.createdAt > maxAge { mustSignIn = true }
+        // Back from the sign-in this request sent the person through: a session other than the one it
+        // replaced, made since, is that sign-in (however recent the second it counts in), so no loop.
+        if mustSignIn, let session, let replaced = pairs.last(where: { $0.0 == Self.reauthenticationParameter })?.1,
+           replaced != Self.reauthenticationMarker(for: session), now - session.record.createdAt <= Self.reauthenticationWindow {
+            mustSignIn = false
+        }
         guard let session, !mustSignIn else {
             if validated.prompt.contains("none") {
                 return .seeOther(OIDCRedirectError(
@@ -124,8 +131,10 @@ struct OIDCProviderController: Sendable {
                     state: validated.state).location)
             }
             // The Apple sign-in first; the gateway's `rd` (SPEC §10) brings the person back to this same
-            // request, without prompt=login so that it does not send them round again.
-            let back = pairs.filter { $0.0 != "prompt" || !validated.prompt.contains("login") }
+            // request, without prompt=login and naming the session it replaces, so that it does not send
+            // them round again.
+            var back = pairs.filter { ($0.0 != "prompt" || !validated.prompt.contains("login")) && $0.0 != Self.reauthenticationParameter }
+            if let session { back.append((Self.reauthenticationParameter, Self.reauthenticationMarker(for: session))) }
             return .seeOther("/auth/apple?rd=" + PercentEncoding.encode(Path.authorize + "?" + FormPairs.encode(back)))
         }
 
@@ -139,6 +148,18 @@ struct OIDCProviderController: Sendable {
         var answer = [("code", code)]
         if let state = validated.state { answer.append(("state", state)) }
         return .seeOther(OIDCRedirect.location(validated.redirectURI, answer))
+    }
+
+    /// siwa's own parameter on an authorization request it sends through a new Apple sign-in
+    /// (`max_age` elapsed or 0, `prompt=login`): which session that sign-in replaces.
+    static let reauthenticationParameter = "siwa_replaces"
+    /// How long after it a new session still counts as the sign-in the request asked for: a pending
+    /// authorization's life.
+    static let reauthenticationWindow: Int64 = 600
+
+    /// Names a session without revealing anything of its token (a hash of its token's hash, cut short).
+    static func reauthenticationMarker(for session: SignedInSession) -> String {
+        String(SHA256.hexDigest(Array(("siwa-reauthentication:" + session.record.tokenHash).utf8)).prefix(16))
     }
 
     /// The error page for a request that cannot be answered by redirect (RFC 6749 §4.1.2.1).

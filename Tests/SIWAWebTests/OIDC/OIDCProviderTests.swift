@@ -249,6 +249,39 @@ struct OIDCProviderTests {
         }
     }
 
+    @Test("max_age=0 sends a person signed in this very second through Apple again, once, and auth_time is the new sign-in",
+          arguments: [Backend.sqlite])
+    func maxAgeZero(backend: Backend) async throws {
+        try await Self.run(backend) { app, browser, _ in
+            try await app.signIn(browser, sub: "013.maxage")
+            var fresh = RPRequest()
+            fresh.extra = [("max_age", "3600")]
+            #expect(try await app.authorize(browser, fresh).query["code"] != nil)   // well within max_age
+            var zero = RPRequest()
+            zero.extra = [("max_age", "0")]
+            // the same second as the sign-in: still a new Apple sign-in
+            let again = try #require(try await browser.get(zero.path).location)
+            #expect(again.hasPrefix("/auth/apple?rd="))
+            let rd = try #require(URLComponents(string: again)?.queryItems?.first { $0.name == "rd" }?.value)
+            #expect(rd.contains("siwa_replaces="))
+            // after the new sign-in, the request comes back and gets its code: no loop
+            let callback = try await app.signIn(browser, sub: "013.maxage", path: again)
+            #expect(callback.status == .seeOther)
+            #expect(callback.location == rd)
+            let back = try await browser.get(rd)
+            #expect(back.status == .seeOther)
+            let answer = try RPAnswer(location: try #require(back.location))
+            #expect(answer.query["code"] != nil, "\(answer.base) \(answer.query)")
+            #expect(answer.query["state"] == zero.state)
+            // the old session's marker on a request from that same old session still asks for a sign-in
+            let stale = browser.fresh()
+            try await app.signIn(stale, sub: "013.maxage2")
+            let staleAgain = try #require(try await stale.get(zero.path).location)
+            let staleRD = try #require(URLComponents(string: staleAgain)?.queryItems?.first { $0.name == "rd" }?.value)
+            #expect(try await stale.get(staleRD).location?.hasPrefix("/auth/apple?rd=") == true)
+        }
+    }
+
     @Test("a code used twice is invalid_grant and revokes the access token it issued", arguments: Backend.allCases)
     func replayedCode(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
