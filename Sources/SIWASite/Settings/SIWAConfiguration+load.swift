@@ -91,7 +91,6 @@ extension SIWAConfiguration {
         configuration.clientSecretLifetime = try sources.defaulted(S.clientSecretLifetime)
         configuration.logLevel = try sources.defaulted(S.logLevel)
         configuration.logFormat = try sources.defaulted(S.logFormat)
-        configuration.logFormat = try sources.defaulted(S.logFormat)
         configuration.eventLoopThreads = try sources.defaulted(S.eventLoopThreads)
         configuration.postgresMaxConnections = try sources.defaulted(S.postgresMaxConnections)
         configuration.maximumPendingAuthorizations = try sources.defaulted(S.maximumPendingAuthorizations)

@@ -155,13 +155,6 @@ enum Parse {
         return value
     }
 
-    static func logFormat(_ raw: String) throws(SettingProblem) -> LogFormat {
-        guard let value = LogFormat(rawValue: raw.lowercased()) else {
-            throw SettingProblem("must be `text` or `json`, got \(raw)")
-        }
-        return value
-    }
-
     static func profileFallback(_ raw: String) throws(SettingProblem) -> ProfileFallback {
         guard let value = ProfileFallback(rawValue: raw) else {
             throw SettingProblem("must be `recovery` or `ask`, got \(raw)")

@@ -94,10 +94,6 @@ public enum SiteSettings {
         "LOG_FORMAT", flag: "log-format",
         meaning: "`text` (swift-log's lines) or `json` (one object per line: `time`, `level`, `message`, `request_id`, `user`, … for a log collector)",
         default: .text, defaultText: "`text`", parse: Parse.logFormat, summary: { $0.logFormat.rawValue })
-    static let logFormat = Setting<LogFormat>(
-        "LOG_FORMAT", flag: "log-format",
-        meaning: "`text` (swift-log's lines) or `json` (one object per line: `time`, `level`, `message`, `request_id`, `user`, … for a log collector)",
-        default: .text, defaultText: "`text`", parse: Parse.logFormat, summary: { $0.logFormat.rawValue })
     static let eventLoopThreads = Setting<Int>(
         "EVENT_LOOP_THREADS", flag: "event-loop-threads",
         meaning: "threads that read and write HTTP (NIO event loops; request handlers run on Swift's cooperative pool)",
@@ -231,7 +227,7 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, logFormat.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
         trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,

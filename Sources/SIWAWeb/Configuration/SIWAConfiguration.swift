@@ -92,8 +92,6 @@ public struct SIWAConfiguration: Sendable {
     public var logLevel: Logger.Level = .info
     /// `LOG_FORMAT`: each log line as swift-log's text, or as one JSON object (SIWASite's `SiteLogHandler`).
     public var logFormat: LogFormat = .text
-    /// `LOG_FORMAT`: each log line as swift-log's text, or as one JSON object (SIWASite's `SiteLogHandler`).
-    public var logFormat: LogFormat = .text
     /// Threads that accept connections and run request handlers: NIO's event loops, which `siwa serve` also
     /// makes Swift Concurrency's executor. Applied once, as the process starts (see `SIWACommand.main`).
     public var eventLoopThreads: Int = SIWAConfiguration.defaultEventLoopThreads
@@ -199,14 +197,6 @@ extension DatabaseURL {
             return "postgres://\(username):***@\(host):\(port)/\(database)"
         }
     }
-}
-
-/// How log lines are written (`LOG_FORMAT`).
-public enum LogFormat: String, Sendable, CaseIterable {
-    /// swift-log's `StreamLogHandler` line: time, level, label, sorted metadata, source, message.
-    case text
-    /// One JSON object per line, for log collectors (Loki, Elasticsearch, CloudWatch, journald's JSON export).
-    case json
 }
 
 /// How log lines are written (`LOG_FORMAT`).
