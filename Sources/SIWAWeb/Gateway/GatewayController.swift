@@ -34,6 +34,7 @@ struct GatewayController: Sendable {
     /// only reads the session (no `last_seen_at` write, no call to Apple).
     func auth(_ request: Request, context: AppRequestContext) async throws -> Response {
         if let session = try await dependencies.webSession(for: request, touch: false) {
+            dependencies.metrics.gatewayCheck("allowed")
             let account = session.account
             // All three, always, empty when unknown: a proxy that copies only the headers present
             // would otherwise pass on a value the client sent itself.
@@ -45,8 +46,10 @@ struct GatewayController: Sendable {
             ])
         }
         if request.uri.queryParameters.get("redirect") == "true", let target = signInRedirect(request, context: context) {
+            dependencies.metrics.gatewayCheck("redirected")
             return Response(status: .found, headers: [.location: target, .cacheControl: "no-store"])
         }
+        dependencies.metrics.gatewayCheck("denied")
         // A HEAD answer has no body.
         return request.method == .head ? Response(status: .unauthorized, headers: [.cacheControl: "no-store"]) : Self.unauthorized
     }

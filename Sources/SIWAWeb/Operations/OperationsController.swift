@@ -8,10 +8,12 @@ import Synchronization
 struct OperationsController: Sendable {
     let dependencies: SIWADependencies
     let revocationCounts: CachedValue<(pending: Int, failing: Int)>
+    let oldestRevocation: CachedValue<Int64?>
 
     init(dependencies: SIWADependencies) {
         self.dependencies = dependencies
         revocationCounts = CachedValue(freshFor: Self.countsFreshFor)
+        oldestRevocation = CachedValue(freshFor: Self.countsFreshFor)
     }
 
     /// How long a count of the revocation outbox is reused: a scrape every second (or a flood of
@@ -91,6 +93,10 @@ struct OperationsController: Sendable {
         let database = dependencies.database
         if let counts = try? await revocationCounts.value({ try await database.revocationCounts() }) {
             dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
+        }
+        if let oldest = try? await oldestRevocation.value({ try await database.oldestPendingRevocationCreatedAt() }) {
+            // The age from the cached queue time and this scrape's clock: it keeps growing between queries.
+            dependencies.metrics.revocationBacklogAge(oldestCreatedAt: oldest, now: dependencies.now())
         }
         let bytes = dependencies.metrics.registry.emitToBuffer()
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

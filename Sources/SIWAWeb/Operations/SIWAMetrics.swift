@@ -12,6 +12,7 @@ public struct SIWAMetrics: Sendable {
     private final class Cache: Sendable {
         let signIns = Mutex<[[String]: Counter]>([:])
         let appleCalls = Mutex<[[String]: DurationHistogram]>([:])
+        let gatewayChecks = Mutex<[[String]: Counter]>([:])
     }
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -58,6 +59,13 @@ public struct SIWAMetrics: Sendable {
         registry.makeGauge(descriptor: Self.name("revocations", "failing", "Pending revocations that failed at least once")).set(Double(failing))
     }
 
+    /// How long the oldest revocation not yet accepted by Apple has waited; 0 when none waits.
+    func revocationBacklogAge(oldestCreatedAt: Int64?, now: Int64) {
+        let age = oldestCreatedAt.map { max(0, now - $0) } ?? 0
+        registry.makeGauge(descriptor: Self.name("revocations_oldest_age", "seconds",
+                                                 "Age of the oldest revocation waiting for Apple (0 when none)")).set(Double(age))
+    }
+
     func revocationAttempt(_ result: String) {
         registry.makeCounter(descriptor: Self.name("revocation_attempts", "total", "Revocation calls to Apple"),
                              labels: [("result", result)]).increment()
@@ -66,6 +74,15 @@ public struct SIWAMetrics: Sendable {
     func notification(_ type: String, result: String) {
         registry.makeCounter(descriptor: Self.name("notifications", "total", "Server-to-server notifications"),
                              labels: [("type", type), ("result", result)]).increment()
+    }
+
+    /// Forward-auth checks (`/oauth2/auth`, before every request of a protected app), by result: `allowed`
+    /// (a session), `redirected` (to sign in, `?redirect=true`) or `denied` (401).
+    func gatewayCheck(_ result: String) {
+        Self.cached(cache.gatewayChecks, [result]) {
+            registry.makeCounter(descriptor: Self.name("gateway_checks", "total", "Forward-auth checks by result"),
+                                 labels: [("result", result)])
+        }.increment()
     }
 
     func rateLimited(_ route: String) {
