@@ -1,6 +1,7 @@
 import Hummingbird
 
-/// JSON admin API under `/emulator/admin` for tests and demos.
+/// JSON admin API under `/emulator/admin` for tests and demos. Its state-changing requests must be
+/// JSON and must not come from another site (`CrossSiteRequestGuard`); with an admin token, they need it too.
 struct AdminController: Sendable {
     let state: AppleIDEmulatorState
 
