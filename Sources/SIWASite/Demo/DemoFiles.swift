@@ -10,7 +10,7 @@ struct DemoFiles {
         let path = directory + "/demo-apple-key.p8"
         if let pem = try? String(contentsOfFile: path, encoding: .utf8) {
             do { return try P256PrivateKey(pkcs8PEM: pem) } catch {
-                throw ConfigurationError("DATA_DIR", "holds an unreadable demo key at \(path): delete it to generate a new one")
+                throw ConfigurationError(SiteSettings.dataDirectory.name, "holds an unreadable demo key at \(path): delete it to generate a new one")
             }
         }
         let key = try P256PrivateKey.generate()
@@ -24,7 +24,7 @@ struct DemoFiles {
             guard let bytes = try? Base64.decode(encoded.trimmingCharacters(in: .whitespacesAndNewlines)),
                   let key = try? AESGCMKey(bytes: bytes)
             else {
-                throw ConfigurationError("DATA_DIR", "holds an unreadable demo encryption key at \(path): delete it to generate a new one")
+                throw ConfigurationError(SiteSettings.dataDirectory.name, "holds an unreadable demo encryption key at \(path): delete it to generate a new one")
             }
             return key
         }
@@ -41,7 +41,7 @@ struct DemoFiles {
                 throw CocoaError(.fileWriteUnknown)
             }
         } catch {
-            throw ConfigurationError("DATA_DIR", "is not writable (\(directory)): \(error.localizedDescription)")
+            throw ConfigurationError(SiteSettings.dataDirectory.name, "is not writable (\(directory)): \(error.localizedDescription)")
         }
     }
 }

@@ -27,10 +27,10 @@ extension SIWAConfiguration {
         let forceDemo = try sources.defaulted(S.demo)
         if isDemo && !forceDemo && !isLoopback(host) {
             // A lost secrets mount must not silently start a demo site on a public address (SPEC §9).
-            throw ConfigurationError("APPLE_TEAM_ID", "is missing, and demo mode only starts on a loopback HOST (HOST is \(host)): set APPLE_TEAM_ID, APPLE_CLIENT_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_PATH, or pass --demo (SIWA_DEMO=1) to run the demo anyway")
+            throw ConfigurationError(SiteSettings.teamID.name, "is missing, and demo mode only starts on a loopback HOST (HOST is \(host)): set APPLE_TEAM_ID, APPLE_CLIENT_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_PATH, or pass --demo (SIWA_DEMO=1) to run the demo anyway")
         }
         if !isDemo {
-            let missing = credentials.filter { !sources.isSet($0) }.map(\.row.name) + (hasKey ? [] : ["APPLE_PRIVATE_KEY_PATH"])
+            let missing = credentials.filter { !sources.isSet($0) }.map(\.row.name) + (hasKey ? [] : [S.privateKeyPath.name])
             if let first = missing.first {
                 throw ConfigurationError(first, "is missing (set all of APPLE_TEAM_ID, APPLE_CLIENT_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_PATH or APPLE_PRIVATE_KEY, or none of them for demo mode)")
             }
@@ -56,7 +56,7 @@ extension SIWAConfiguration {
             // The inline key wins over the path, as it always has.
             privateKey = try sources.value(S.privateKey) ?? sources.value(S.privateKeyPath)!
             guard let key = try sources.value(S.tokenEncryptionKey) else {
-                throw ConfigurationError("TOKEN_ENCRYPTION_KEY", "is missing (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)")
+                throw ConfigurationError(SiteSettings.tokenEncryptionKey.name, "is missing (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)")
             }
             tokenKey = key
             appleBaseURL = try sources.value(S.appleBaseURL) ?? "https://appleid.apple.com"
@@ -64,13 +64,13 @@ extension SIWAConfiguration {
 
         let redirectURI = try sources.value(S.redirectURI) ?? publicURL + "/auth/apple/callback"
         if !isDemo && !redirectURI.hasPrefix("https://") {
-            throw ConfigurationError("APPLE_REDIRECT_URI", "must be https (Apple accepts only https redirect URIs), got \(redirectURI)")
+            throw ConfigurationError(SiteSettings.redirectURI.name, "must be https (Apple accepts only https redirect URIs), got \(redirectURI)")
         }
         let databaseURL: DatabaseURL
         do {
             databaseURL = try sources.value(S.databaseURL) ?? Parse.databaseURL("sqlite:\(dataDirectory)/siwa.sqlite")
         } catch let problem as SettingProblem {
-            throw ConfigurationError("DATA_DIR", "does not make a SQLite path (\(dataDirectory)): DATABASE_URL \(problem.text)")
+            throw ConfigurationError(SiteSettings.dataDirectory.name, "does not make a SQLite path (\(dataDirectory)): DATABASE_URL \(problem.text)")
         }
         let siteName = try sources.value(S.siteName) ?? (isDemo ? "siwa demo" : URLComponents(string: publicURL)?.host ?? "siwa")
         let resources = SiteResources(root: try sources.value(S.resourcesDirectory) ?? ResourceLocator.defaultRoot())
@@ -103,13 +103,13 @@ extension SIWAConfiguration {
         if let domain = try sources.value(S.sessionCookieDomain) {
             let publicHost = URLComponents(string: publicURL)?.host?.lowercased() ?? ""
             guard !domain.isEmpty, domain.contains("."), publicHost == domain || publicHost.hasSuffix("." + domain) else {
-                throw ConfigurationError("SESSION_COOKIE_DOMAIN", "must be PUBLIC_URL's host (\(publicHost)) or a parent domain of it, got \(sources.raw(S.sessionCookieDomain.row)!.lowercased())")
+                throw ConfigurationError(SiteSettings.sessionCookieDomain.name, "must be PUBLIC_URL's host (\(publicHost)) or a parent domain of it, got \(sources.raw(S.sessionCookieDomain.row)!.lowercased())")
             }
             configuration.sessionCookieDomain = domain
         }
         configuration.allowedRedirectHosts = try sources.defaulted(S.allowedRedirectHosts)
         if let metricsPort = try sources.value(S.metricsPort) {
-            guard metricsPort != port else { throw ConfigurationError("METRICS_PORT", "must differ from PORT (\(port))") }
+            guard metricsPort != port else { throw ConfigurationError(SiteSettings.metricsPort.name, "must differ from PORT (\(port))") }
             configuration.metricsPort = metricsPort
         }
         configuration.metricsToken = try sources.value(S.metricsToken)
@@ -163,7 +163,7 @@ extension OIDCProviderConfiguration {
         let source: String
         if let path = try sources.value(SiteSettings.oidcClientsFile) {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError("OIDC_CLIENTS_FILE", "cannot be read: \(path)")
+                throw ConfigurationError(SiteSettings.oidcClientsFile.name, "cannot be read: \(path)")
             }
             clients = try OIDCClientRegistry.parse(data)
             source = path
@@ -179,7 +179,7 @@ extension OIDCProviderConfiguration {
         } else if isDemo {
             keyPath = dataDirectory + "/oidc-signing-key.pem"
         } else {
-            throw ConfigurationError("OIDC_SIGNING_KEY_PATH", "is missing: the OpenID provider (OIDC_CLIENTS_FILE is set) signs ID tokens with this RSA key (create one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out oidc.pem`)")
+            throw ConfigurationError(SiteSettings.oidcSigningKeyPath.name, "is missing: the OpenID provider (OIDC_CLIENTS_FILE is set) signs ID tokens with this RSA key (create one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out oidc.pem`)")
         }
         let keys = try OIDCSigningKeys.load(path: keyPath, generate: isDemo)
         return OIDCProviderConfiguration(issuer: publicURL, clients: clients, signingKeys: keys, clientsSource: source, signingKeyPath: keyPath)

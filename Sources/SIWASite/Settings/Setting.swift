@@ -33,6 +33,8 @@ public struct Setting<Value: Sendable>: Sendable {
     public let row: SettingRow
     let defaultValue: Value?
     let parse: @Sendable (String) throws(SettingProblem) -> Value
+    /// The environment variable: what an error names, never retyped as a literal.
+    public var name: String { row.name }
 
     init(
         _ name: String, flag: String, meaning: String, default defaultValue: Value? = nil, defaultText: String,

@@ -19,7 +19,7 @@ public struct TeamTransfer: Sendable {
     public static func open(configuration: SIWAConfiguration, retries: Int, logger: Logger,
                             overrides: SiteOverrides = SiteOverrides()) async throws -> TeamTransfer {
         guard !configuration.isDemo else {
-            throw ConfigurationError("APPLE_TEAM_ID", "is not set — a transfer runs with the team's own Apple credentials")
+            throw ConfigurationError(SiteSettings.teamID.name, "is not set — a transfer runs with the team's own Apple credentials")
         }
         let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger, overrides: overrides)
         let session = MigrationSession(apple: dependencies.apple, clientID: configuration.clientID, retries: retries,
