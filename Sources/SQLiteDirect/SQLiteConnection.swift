@@ -148,6 +148,37 @@ public final class SQLiteConnection: @unchecked Sendable {
         try check(sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil))
     }
 
+    /// Copies this connection's whole `main` database into `destination`'s with SQLite's online backup API
+    /// (`sqlite3_backup_init/step/finish`), replacing what `destination` held.
+    ///
+    /// All pages are copied in one step (`-1`), so the copy is the database as of one read transaction:
+    /// other connections keep writing meanwhile (WAL: a reader does not block writers), and nothing they
+    /// commit during the copy is in it. Copying in smaller steps would let their commits restart the copy,
+    /// which under steady sign-ins might never finish. `SQLITE_BUSY`/`SQLITE_LOCKED` (another connection
+    /// recovering the WAL index, or `destination` in use) are retried every 10 ms for `busyTimeoutMilliseconds`.
+    public func backup(into destination: SQLiteConnection, busyTimeoutMilliseconds: Int32 = 10_000) throws {
+        // Both handles stay open for the whole call (self and destination are held by the caller); the
+        // backup object is finished on every path below, which releases its hold on both.
+        guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
+            throw destination.error(sqlite3_errcode(destination.handle))
+        }
+        var waited: Int32 = 0
+        while true {
+            let result = sqlite3_backup_step(backup, -1)
+            if result == SQLITE_DONE { break }
+            if (result == SQLITE_BUSY || result == SQLITE_LOCKED) && waited < busyTimeoutMilliseconds {
+                sqlite3_sleep(10)
+                waited += 10
+                continue
+            }
+            if result == SQLITE_OK { continue }
+            sqlite3_backup_finish(backup)
+            throw SQLiteError(extendedCode: result, message: "backup: " + (sqlite3_errstr(result).map { String(cString: $0) } ?? "error \(result)"))
+        }
+        let finished = sqlite3_backup_finish(backup)
+        guard finished == SQLITE_OK else { throw destination.error(finished) }
+    }
+
     // MARK: - Internals
 
     private func prepared(_ sql: String) throws -> PreparedStatement {

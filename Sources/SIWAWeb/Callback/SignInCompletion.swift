@@ -91,7 +91,7 @@ extension SIWADependencies {
     /// Apple's own account-delete notification, where Apple already knows. `logger` hears about a token that
     /// cannot be decrypted (so cannot be revoked).
     @discardableResult
-    func deleteAccount(_ account: UserAccount, revoke: Bool, logger: Logger = Logger(label: "siwa")) async throws -> Bool {
+    package func deleteAccount(_ account: UserAccount, revoke: Bool, logger: Logger = Logger(label: "siwa")) async throws -> Bool {
         let (now, cipher) = (now(), cipher)
         var revocations: RevocationForToken?
         if revoke {

@@ -1,0 +1,185 @@
+import ArgumentParser
+import SIWASite
+
+/// `siwa admin`: an operator's actions on the service's database, with `siwa serve`'s settings; safe while
+/// instances serve. Every action writes one audit line (`admin: …`) to the log.
+struct AdminCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "admin",
+        abstract: "People, sessions, the revocation outbox, OIDC clients and backups (docs/admin.md).",
+        discussion: "Uses the same settings as `siwa serve` (DATABASE_URL, the keys); each action writes an audit line to the log.",
+        subcommands: [People.self, Sessions.self, Outbox.self, OIDC.self, Backup.self]
+    )
+
+    /// What every action takes: `--json` and the settings.
+    struct Common: ParsableArguments {
+        @Flag(help: "Print JSON for machines instead of lines for people") var json = false
+        @OptionGroup var settings: SettingsOptions
+
+        /// Runs `body` with the site's admin (database and dependencies opened, then closed).
+        func withAdmin(_ body: (SiteAdmin) async throws -> Void) async throws {
+            let admin = try await SiteAdmin.open(configuration: Site.configuration(settings.sources()))
+            do {
+                try await body(admin)
+            } catch {
+                await admin.close()
+                throw error
+            }
+            await admin.close()
+        }
+    }
+
+    /// Not found: one line on standard error, exit status 1.
+    static func notFound(_ id: String) -> ExitCode {
+        printError("no account \(id)")
+        return ExitCode(1)
+    }
+
+    struct People: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Find, show, export (GDPR access request) and delete accounts.",
+            subcommands: [Find.self, Show.self, Export.self, Delete.self]
+        )
+
+        struct Find: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Finds accounts by email, Apple sub or id.")
+            @Option(help: "The email address (ASCII case ignored; may find several)") var email: String?
+            @Option(help: "Apple's sub") var sub: String?
+            @Option(help: "The account id") var id: String?
+            @OptionGroup var common: Common
+
+            func validate() throws {
+                guard [email, sub, id].compactMap({ $0 }).count == 1 else {
+                    throw ValidationError("give exactly one of --email, --sub, --id")
+                }
+            }
+
+            func run() async throws {
+                let query: PersonQuery = if let email { .email(email) } else if let sub { .sub(sub) } else { .id(id ?? "") }
+                try await common.withAdmin { admin in
+                    let found = try await admin.findPeople(query)
+                    print(AdminOutput.people(found, json: common.json))
+                    if found.isEmpty { throw ExitCode(1) }
+                }
+            }
+        }
+
+        struct Show: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Shows an account and what it holds.")
+            @Argument(help: "The account id") var id: String
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    guard let record = try await admin.person(id: id, action: "show") else { throw AdminCommand.notFound(id) }
+                    print(AdminOutput.person(record, json: common.json))
+                }
+            }
+        }
+
+        struct Export: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Prints everything stored about a person as JSON (GDPR art. 15), without secrets or their hashes.")
+            @Argument(help: "The account id") var id: String
+            /// Its output is JSON whether or not `--json` is given.
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    guard let record = try await admin.person(id: id, action: "export") else { throw AdminCommand.notFound(id) }
+                    print(AdminOutput.export(record))
+                }
+            }
+        }
+
+        struct Delete: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Deletes an account as its owner's \"Delete account\" does; its Apple tokens are revoked through the outbox.")
+            @Argument(help: "The account id") var id: String
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    guard try await admin.deletePerson(id: id) else { throw AdminCommand.notFound(id) }
+                    print(AdminOutput.deleted(id: id, json: common.json))
+                }
+            }
+        }
+    }
+
+    struct Sessions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Ends a person's sessions.", subcommands: [Revoke.self])
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Signs a person out everywhere: web sessions, app bearers, OpenID access tokens.")
+            @Argument(help: "The account id") var id: String
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    guard let ended = try await admin.revokeSessions(id: id) else { throw AdminCommand.notFound(id) }
+                    print(AdminOutput.signedOut(id: id, ended, json: common.json))
+                }
+            }
+        }
+    }
+
+    struct Outbox: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revocations Apple has not accepted yet.", subcommands: [List.self, Retry.self], defaultSubcommand: List.self)
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Lists pending revocations with attempts and last error (the default).")
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    print(AdminOutput.outbox(try await admin.outbox(), json: common.json))
+                }
+            }
+        }
+
+        struct Retry: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Makes failed or held revocations due now; the serving instances send them at their next poll.")
+            @Option(help: "Only this outbox item") var item: String?
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    print(AdminOutput.retried(try await admin.retryOutbox(id: item), json: common.json))
+                }
+            }
+        }
+    }
+
+    struct OIDC: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "oidc", abstract: "The OpenID provider.", subcommands: [Clients.self])
+
+        struct Clients: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Lists the configured OIDC clients (without secrets).")
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    print(AdminOutput.oidcClients(admin.oidcClients(), json: common.json))
+                }
+            }
+        }
+    }
+
+    struct Backup: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copies the SQLite database to PATH while instances serve (PostgreSQL: use pg_dump).")
+        @Argument(help: "Where to write the copy") var path: String
+        @Flag(help: "Replace PATH when it exists") var overwrite = false
+        @OptionGroup var common: Common
+
+        func run() async throws {
+            let report = try await SiteAdmin.backup(configuration: Site.configuration(common.settings.sources()), to: path,
+                                                    overwrite: overwrite)
+            print(AdminOutput.backup(report, json: common.json))
+        }
+    }
+}
