@@ -249,6 +249,168 @@ struct GatewayTests {
     }
 }
 
+extension GatewayTests {
+    /// SPEC §10's bearer row: the iOS app's token from `/auth/apple/native` at `/oauth2/auth` and
+    /// `/oauth2/userinfo`, so the app's own API behind the same proxy passes the same check; the two kinds
+    /// of session (web cookie, app bearer) never stand in for each other.
+    @Suite("Gateway with the app's bearer")
+    struct Bearer {
+        static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+        /// A real app session: nonce, identity token and code through `POST /auth/apple/native`.
+        static func nativeToken(_ app: TestApp, _ browser: Browser, sub: String, name: (String, String)) async throws -> String {
+            let native = NativeAPITests()
+            let response = try await native.post(browser, try await native.credential(app, browser, sub: sub, name: name))
+            #expect(response.status == .ok)
+            return try #require(try response.json()["token"] as? String)
+        }
+
+        static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
+
+        @Test("a native bearer gets 202 and the same three headers as a browser's session, for every method; userinfo too", arguments: Backend.allCases)
+        func bearerAccepted(backend: Backend) async throws {
+            try await TestApp.run(backend) { app, browser in
+                let token = try await Self.nativeToken(app, browser.fresh(), sub: "012.a", name: ("Ada", "App"))
+                let account = try #require(try await app.database.user(sub: "012.a"))
+                let phone = browser.fresh()
+                for method in GatewayController.authMethods {
+                    let response = try await phone.send("/oauth2/auth", method: method, headers: Self.bearer(token), body: nil)
+                    #expect(response.status == .accepted, "\(method)")
+                    #expect(response.headers[.authUser] == account.id, "\(method)")
+                    #expect(response.headers[.authEmail] == "app@example.com", "\(method)")
+                    #expect(response.headers[.authName] == "Ada App", "\(method)")
+                    #expect(response.headers[.cacheControl] == "no-store")
+                }
+                // the scheme is case-insensitive (RFC 7235); forged identity headers change nothing
+                var forged: HTTPFields = [.authorization: "bearer \(token)", .authUser: "admin", .authName: "Admin"]
+                forged[.authEmail] = "admin@evil.example"
+                let answer = try await phone.get("/oauth2/auth", headers: forged)
+                #expect(answer.status == .accepted && answer.headers[.authUser] == account.id && answer.headers[.authName] == "Ada App")
+                #expect(answer.headers[.authEmail] == "app@example.com")
+                let info = try await phone.get("/oauth2/userinfo", headers: Self.bearer(token))
+                #expect(info.status == .ok)
+                let json = try info.json()
+                #expect(json["user"] as? String == account.id && json["email"] as? String == "app@example.com"
+                        && json["preferredUsername"] as? String == "Ada App")
+                // the same person's browser session gives the same identity
+                try await app.signIn(browser, sub: "012.a")
+                #expect(try await browser.get("/oauth2/auth").headers[.authUser] == account.id)
+                // a bearer decides alone: beside someone else's valid cookie it is still the app's person
+                try await app.signIn(browser, sub: "012.other", given: "Other", family: "Person")
+                let both = try await browser.get("/oauth2/auth", headers: Self.bearer(token))
+                #expect(both.status == .accepted && both.headers[.authUser] == account.id)
+            }
+        }
+
+        @Test("the bearer check only reads: the app session's last_seen_at is not written", arguments: Backend.allCases)
+        func bearerReadsOnly(backend: Backend) async throws {
+            try await TestApp.run(backend) { app, browser in
+                try await app.signIn(browser, sub: "012.b", given: "Grace", family: nil, email: "grace@example.com")
+                let account = try #require(try await app.database.user(sub: "012.b"))
+                let token = BearerSecret.generate()
+                let hash = BearerSecret.hash(token)
+                try await app.database.createSession(SessionRecord(tokenHash: hash, userID: account.id, kind: .api,
+                                                                   createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
+                let phone = browser.fresh()
+                for _ in 0..<3 { #expect(try await phone.get("/oauth2/auth", headers: Self.bearer(token)).status == .accepted) }
+                #expect(try await phone.get("/oauth2/userinfo", headers: Self.bearer(token)).status == .ok)
+                #expect(try await app.database.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt == 0)
+                // /api/me, the app's own use of its session, does touch it
+                #expect(try await phone.get("/api/me", headers: Self.bearer(token)).status == .ok)
+                #expect(try await app.database.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
+            }
+        }
+
+        @Test("a web cookie's value sent as a bearer is refused, and a bearer sent as the cookie", arguments: Backend.allCases)
+        func kindsNeverCross(backend: Backend) async throws {
+            try await TestApp.run(backend) { app, browser in
+                try await app.signIn(browser, sub: "012.c", given: "Ada", family: "Lovelace")
+                let cookie = try #require(browser.cookie("__Host-siwa_session"))
+                #expect(try await browser.get("/oauth2/auth").status == .accepted)
+                // the cookie's value as a bearer: refused, with or without the (valid) cookie beside it
+                for client in [browser.fresh(), browser] {
+                    let refused = try await client.get("/oauth2/auth", headers: Self.bearer(cookie))
+                    #expect(refused.status == .unauthorized && refused.headers[.authUser] == nil)
+                    #expect(refused.headers[.wwwAuthenticate] == GatewayController.invalidBearerChallenge)
+                    #expect(try await client.get("/oauth2/userinfo", headers: Self.bearer(cookie)).status == .unauthorized)
+                }
+                #expect(try await browser.fresh().get("/api/me", headers: Self.bearer(cookie)).status == .unauthorized)
+                // the app's token as the session cookie: refused everywhere a cookie counts
+                let token = try await Self.nativeToken(app, browser.fresh(), sub: "012.d", name: ("Bea", "Bearer"))
+                let thief = browser.fresh()
+                thief.setCookie("__Host-siwa_session", token)
+                let asCookie = try await thief.get("/oauth2/auth")
+                #expect(asCookie.status == .unauthorized && asCookie.headers[.authUser] == nil)
+                #expect(asCookie.headers[.wwwAuthenticate] == nil)
+                #expect(try await thief.get("/oauth2/userinfo").status == .unauthorized)
+                #expect(try await thief.get("/account").page != "account")
+                // while the same token as a bearer works
+                #expect(try await browser.fresh().get("/oauth2/auth", headers: Self.bearer(token)).status == .accepted)
+            }
+        }
+
+        @Test("a malformed, unknown, expired or ended bearer is 401, even beside a valid cookie; other schemes leave the cookie to decide", arguments: Backend.allCases)
+        func refusedBearers(backend: Backend) async throws {
+            try await TestApp.run(backend) { app, browser in
+                try await app.signIn(browser, sub: "012.e")
+                let account = try #require(try await app.database.user(sub: "012.e"))
+                let expired = BearerSecret.generate()
+                try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(expired), userID: account.id, kind: .api,
+                                                                   createdAt: 0, expiresAt: Self.now() - 1, lastSeenAt: 0))
+                let ended = try await Self.nativeToken(app, browser.fresh(), sub: "012.f", name: ("Ed", "Ended"))
+                #expect(try await browser.fresh().get("/oauth2/auth", headers: Self.bearer(ended)).status == .accepted)
+                try await app.database.deleteSession(tokenHash: BearerSecret.hash(ended))
+                var twice = HTTPFields()
+                twice.append(HTTPField(name: .authorization, value: "Bearer \(ended)"))
+                twice.append(HTTPField(name: .authorization, value: "Bearer \(expired)"))
+                let refusals: [(String, HTTPFields)] = [
+                    ("empty", [.authorization: "Bearer"]),
+                    ("empty with a space", [.authorization: "Bearer "]),
+                    ("not our form", [.authorization: "Bearer nope"]),
+                    ("a token and more", [.authorization: "Bearer \(BearerSecret.generate()) extra"]),
+                    ("unknown", Self.bearer(BearerSecret.generate())),
+                    ("expired", Self.bearer(expired)),
+                    ("ended", Self.bearer(ended)),
+                    ("two Authorization fields", twice),
+                ]
+                for (what, headers) in refusals {
+                    for client in [browser.fresh(), browser] {
+                        for method in [HTTPRequest.Method.get, .head, .post] {
+                            let response = try await client.send("/oauth2/auth", method: method, headers: headers, body: nil)
+                            #expect(response.status == .unauthorized, "\(what) \(method)")
+                            #expect(response.headers[.authUser] == nil, "\(what) \(method)")
+                            #expect(response.headers[.wwwAuthenticate] == GatewayController.invalidBearerChallenge, "\(what) \(method)")
+                        }
+                        let info = try await client.get("/oauth2/userinfo", headers: headers)
+                        let error = try info.json()["error"] as? String
+                        #expect(info.status == .unauthorized && error == "not_signed_in", "\(what)")
+                    }
+                }
+                // another scheme is the app's own business: the cookie still decides, and without one it is the plain 401
+                for other in ["Basic dXNlcjpwYXNz", "Bearerish \(ended)"] {
+                    let withCookie = try await browser.get("/oauth2/auth", headers: [.authorization: other])
+                    #expect(withCookie.status == .accepted && withCookie.headers[.authUser] == account.id, "\(other)")
+                    let without = try await browser.fresh().get("/oauth2/auth", headers: [.authorization: other])
+                    #expect(without.status == .unauthorized && without.headers[.wwwAuthenticate] == nil, "\(other)")
+                }
+            }
+        }
+
+        @Test("PresentedBearer reads RFC 6750's header form and nothing else")
+        func presentedBearer() {
+            let token = BearerSecret.generate()
+            #expect(PresentedBearer([:]) == .absent)
+            #expect(PresentedBearer([.authorization: "Basic abc"]) == .absent)
+            #expect(PresentedBearer([.authorization: "Bearer \(token)"]) == .token(token))
+            #expect(PresentedBearer([.authorization: "BEARER  \(token)"]) == .token(token))
+            #expect(PresentedBearer([.authorization: "Bearer\t\(token)"]) == .token(token))
+            #expect(PresentedBearer([.authorization: "Bearer \(token)="]) == .malformed)
+            #expect(PresentedBearer([.authorization: "Bearer \(token.dropLast())"]) == .malformed)
+            #expect(PresentedBearer([.authorization: "Bearer \(token),Bearer \(token)"]) == .malformed)
+        }
+    }
+}
+
 /// `?redirect=true` needs a trusted proxy, so it runs over real sockets: requests from 127.0.0.1
 /// (the proxy) and from 127.0.0.2 (a client reaching siwa directly), sent with curl.
 @Suite("Gateway forward-auth redirect (live)")
@@ -287,6 +449,7 @@ struct GatewayRedirectLiveTests {
                 ("127.0.0.1", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com@evil.com"), ("X-Forwarded-Uri", "/")]),
                 ("127.0.0.1", [("X-Forwarded-Proto", "javascript"), ("X-Forwarded-Host", "app.example.com"), ("X-Forwarded-Uri", "/")]),
                 ("127.0.0.1", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example.com")]),                     // no URI
+                ("127.0.0.1", forwarded + [("Authorization", "Bearer nope")]),             // an app's refused bearer: no sign-in page
             ]
             for (source, headers) in refusedCases {
                 let refused = try #require(try await SourceBoundHTTP.redirect(url, from: source, headers: headers))

@@ -1,11 +1,47 @@
+import HTTPTypes
 import Hummingbird
 import SIWAStore
 
-/// The signed-in person behind a request's session cookie.
+/// The signed-in person behind a request's session cookie or bearer token.
 struct SignedInSession: Sendable {
     let tokenHash: String
     let record: SessionRecord
     let account: UserAccount
+}
+
+/// What a request's `Authorization` header says about a bearer token (RFC 6750 §2.1).
+enum PresentedBearer: Equatable, Sendable {
+    /// No `Authorization` header with the `Bearer` scheme (none at all, or another scheme such as `Basic`).
+    case absent
+    /// Exactly one `Authorization: Bearer <token>`, the token in our form (43 base64url characters).
+    case token(String)
+    /// A `Bearer` credential that cannot be ours: empty, not our form, or more than one `Authorization` field.
+    case malformed
+
+    init(_ headers: HTTPFields) {
+        let values = headers[values: .authorization]
+        guard values.contains(where: Self.namesBearerScheme) else { self = .absent; return }
+        // Two credentials: which one would the client have meant? Neither.
+        guard values.count == 1 else { self = .malformed; return }
+        let token = values[0].dropFirst("bearer".count).trimmingCharacters(in: .whitespaces)
+        self = BearerSecret.isWellFormed(token) ? .token(token) : .malformed
+    }
+
+    /// `Bearer` (any case) alone or followed by whitespace: `Bearerish` is another scheme.
+    static func namesBearerScheme(_ value: String) -> Bool {
+        let scheme = value.utf8.prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        return String(decoding: scheme, as: UTF8.self).lowercased() == "bearer"
+    }
+}
+
+/// Who the gateway's check (`/oauth2/auth`, `/oauth2/userinfo`) sees behind a request (SPEC §10).
+enum GatewayIdentity: Sendable {
+    /// A valid web session (cookie) or app session (bearer).
+    case signedIn(SignedInSession)
+    /// An `Authorization: Bearer` that names no valid app session: refused whatever cookie comes with it.
+    case refusedBearer
+    /// Neither a bearer nor a valid session cookie.
+    case anonymous
 }
 
 extension SIWADependencies {
@@ -18,13 +54,25 @@ extension SIWADependencies {
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 
-    /// The API session named by `Authorization: Bearer …`, or nil.
-    func apiSession(for request: Request) async throws -> SignedInSession? {
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
-        let token = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-        guard BearerSecret.isWellFormed(token) else { return nil }
+    /// The API session named by `Authorization: Bearer …`, or nil. A web session's cookie value sent as a
+    /// bearer is not one: the kinds never cross.
+    func apiSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
+        guard case .token(let token) = PresentedBearer(request.headers) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.session(tokenHash: hash, now: now()), record.kind == .api else { return nil }
+        guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == .api else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
+    }
+
+    /// The gateway's view of a request, read-only (one session lookup, no write). A request carrying
+    /// `Authorization: Bearer` is judged by that token alone: a present but invalid bearer is refused even
+    /// beside a valid cookie, so an app never acts as whoever's browser cookie happens to come along.
+    /// Any other `Authorization` scheme (e.g. the app's own `Basic`) is not siwa's and leaves the cookie to decide.
+    func gatewayIdentity(for request: Request) async throws -> GatewayIdentity {
+        if PresentedBearer(request.headers) != .absent {
+            guard let session = try await apiSession(for: request, touch: false) else { return .refusedBearer }
+            return .signedIn(session)
+        }
+        guard let session = try await webSession(for: request, touch: false) else { return .anonymous }
+        return .signedIn(session)
     }
 }

@@ -31,9 +31,11 @@ struct GatewayController: Sendable {
     static let forwardedMethod = HTTPField.Name("X-Forwarded-Method")!
 
     /// `GET /oauth2/auth[?redirect=true]`: runs before every request of the protected app, so it
-    /// only reads the session (no `last_seen_at` write, no call to Apple).
+    /// only reads the session (no `last_seen_at` write, no call to Apple). A browser's session cookie
+    /// or the iOS app's `Authorization: Bearer` token (SPEC §10) gets the same answer.
     func auth(_ request: Request, context: AppRequestContext) async throws -> Response {
-        if let session = try await dependencies.webSession(for: request, touch: false) {
+        let identity = try await dependencies.gatewayIdentity(for: request)
+        if case .signedIn(let session) = identity {
             dependencies.metrics.gatewayCheck("allowed")
             let account = session.account
             // All three, always, empty when unknown: a proxy that copies only the headers present
@@ -45,14 +47,25 @@ struct GatewayController: Sendable {
                 .cacheControl: "no-store",
             ])
         }
-        if request.uri.queryParameters.get("redirect") == "true", let target = signInRedirect(request, context: context) {
+        // An app's refused bearer is never sent to a sign-in page it could not follow.
+        if case .anonymous = identity, request.uri.queryParameters.get("redirect") == "true",
+           let target = signInRedirect(request, context: context) {
             dependencies.metrics.gatewayCheck("redirected")
             return Response(status: .found, headers: [.location: target, .cacheControl: "no-store"])
         }
         dependencies.metrics.gatewayCheck("denied")
-        // A HEAD answer has no body.
-        return request.method == .head ? Response(status: .unauthorized, headers: [.cacheControl: "no-store"]) : Self.unauthorized
+        return Self.refusal(identity, method: request.method)
     }
+
+    /// The 401: JSON, but no body for HEAD; a refused bearer says so in `WWW-Authenticate` (RFC 6750 §3),
+    /// which nginx's `auth_request` and Caddy's `forward_auth` pass on to the app.
+    static func refusal(_ identity: GatewayIdentity, method: HTTPRequest.Method) -> Response {
+        var response = method == .head ? Response(status: .unauthorized, headers: [.cacheControl: "no-store"]) : unauthorized
+        if case .refusedBearer = identity { response.headers[.wwwAuthenticate] = Self.invalidBearerChallenge }
+        return response
+    }
+
+    static let invalidBearerChallenge = #"Bearer error="invalid_token""#
 
     static var unauthorized: Response { .json(["error": "not_signed_in"], status: .unauthorized) }
 
@@ -89,9 +102,10 @@ struct GatewayController: Sendable {
         return dependencies.configuration.publicURL + "/oauth2/start?rd=" + PercentEncoding.encode(target.location)
     }
 
-    /// `GET /oauth2/userinfo`: who is signed in, as JSON.
+    /// `GET /oauth2/userinfo`: who is signed in (browser cookie or app bearer, as for `/oauth2/auth`), as JSON.
     func userinfo(_ request: Request, context: AppRequestContext) async throws -> Response {
-        guard let session = try await dependencies.webSession(for: request, touch: false) else { return Self.unauthorized }
+        let identity = try await dependencies.gatewayIdentity(for: request)
+        guard case .signedIn(let session) = identity else { return Self.refusal(identity, method: request.method) }
         let account = session.account
         return .json(["user": account.id, "email": account.email ?? "", "preferredUsername": account.displayName ?? ""])
     }
