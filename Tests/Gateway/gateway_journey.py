@@ -7,10 +7,14 @@ A protected page without a session → the proxy sends the person to siwa's sign
 consent sheet (driven by reading its forms, as a browser would) → Apple's form_post back through the
 proxy → the original protected URL, where the app sees the person's id, email and name. Then: a
 client-sent X-Auth-Request-User never reaches the app; requests that cannot follow a sign-in get
-401; a hostile rd is refused; sign-out through the proxy ends access, even for the old cookie.
+401; a hostile rd is refused; sign-out through the proxy ends access, even for the old cookie. Then the
+iOS app: a token from /auth/apple/native (the emulator's admin approval standing in for the phone's
+Apple sheet) opens the app's API at /api/ with `Authorization: Bearer`, the same identity reaching the
+app; no bearer, a refused one (also beside a valid cookie) or a cookie's value as a bearer get 401.
 Prints one line per check (`ok` / `FAIL`), exits 1 when any failed. Python standard library only.
 """
 import argparse
+import hashlib
 import html
 import json
 import re
@@ -18,7 +22,7 @@ import sys
 import urllib.parse
 
 from gateway_stack import GatewayStack
-from siwa_testkit import Browser, Report
+from siwa_testkit import Browser, Report, request
 
 report = Report("gateway")
 check, failures = report.check, report.failures
@@ -148,6 +152,99 @@ def journey(stack):
     callback = sign_in_at_emulator(stack, second, start.header("Location"), "p2")
     check(callback.header("Location") == original, "a returning sign-in ends on the original URL too")
     check(echoed(second.get(original), "X-Auth-Request-Preferred-Username") == ["Grace Hopper"], "… and the name is kept")
+
+    # 10. The iOS app's bearer at the app's API.
+    app_api(stack, user[0] if user else None, second)
+
+
+# The demo's app (siwa serve in demo mode accepts it: APPLE_NATIVE_CLIENT_IDS defaults to it).
+NATIVE_CLIENT_ID = "dev.siwa.demo.ios"
+
+
+def native_token(stack, person):
+    """What the iOS app does, through the proxy: a nonce from siwa, Apple's sheet (the emulator's admin
+    approval, with the nonce's SHA-256), then POST /auth/apple/native; returns the bearer token."""
+    issued = request("POST", stack.base_url + "/auth/apple/native/nonce")
+    check(issued.status == 200, f"POST /auth/apple/native/nonce through the proxy → 200 ({issued.status})")
+    raw = json.loads(issued.body)["nonce"]
+    fields = stack.emulator().approve(NATIVE_CLIENT_ID, "", person, nonce=hashlib.sha256(raw.encode()).hexdigest())
+    body = json.dumps({"identityToken": fields["id_token"], "authorizationCode": fields["code"], "nonce": raw,
+                       "fullName": {"givenName": "Grace", "familyName": "Hopper"}})
+    signed_in = request("POST", stack.base_url + "/auth/apple/native", body, {"Content-Type": "application/json"})
+    check(signed_in.status == 200, f"POST /auth/apple/native through the proxy → 200 with a token ({signed_in.status} {signed_in.text[:200]})")
+    return json.loads(signed_in.body)["token"]
+
+
+def app_api(stack, web_user, browser):
+    """The app's own API behind the same proxy: its bearer passes the check the browser's cookie passes,
+    with the same identity; nothing else reaches the app. `browser` holds a web session of the same person."""
+    base = stack.base_url
+    api = base + "/api/orders?since=2024-01-01"
+    token = native_token(stack, "p2")
+    bearer = {"Authorization": "Bearer " + token}
+
+    seen_before = len(stack.upstream.seen())
+    anonymous = request("GET", api)
+    check(anonymous.status == 401 and echo(anonymous) is None and anonymous.header("Location") is None,
+          f"the API without a bearer → 401, no sign-in redirect ({anonymous.status})")
+    check(len(stack.upstream.seen()) == seen_before, "… and the app saw nothing")
+
+    answered = request("GET", api, headers=bearer)
+    check(answered.status == 200 and answered.page == "upstream", f"the API with the app's bearer → the app answers ({answered.status})")
+    check(echoed(answered, "X-Auth-Request-User") == [web_user], f"the app sees the same user id as for the browser's session ({echoed(answered, 'X-Auth-Request-User')})")
+    check(echoed(answered, "X-Auth-Request-Email") == [stack.people()["p2"]["email"]], f"… the email ({echoed(answered, 'X-Auth-Request-Email')})")
+    check(echoed(answered, "X-Auth-Request-Preferred-Username") == ["Grace Hopper"], f"… and the name ({echoed(answered, 'X-Auth-Request-Preferred-Username')})")
+    check(echoed(answered, "Authorization") == ["Bearer " + token], "the app receives the request's Authorization too (its own API may read it)")
+    posted = request("POST", base + "/api/orders", json.dumps({"item": 1}), dict(bearer, **{"Content-Type": "application/json"}))
+    check(posted.status == 200 and (echo(posted) or {}).get("method") == "POST", f"a POST to the API with the bearer reaches the app ({posted.status})")
+
+    forged = dict(bearer, **{"X-Auth-Request-User": "admin", "X-Auth-Request-Email": "admin@evil.example",
+                             "X-Auth-Request-Preferred-Username": "Admin"})
+    replaced = request("GET", api, headers=forged)
+    check(echoed(replaced, "X-Auth-Request-User") == [web_user] and echoed(replaced, "X-Auth-Request-Preferred-Username") == ["Grace Hopper"]
+          and echoed(replaced, "X-Auth-Request-Email") == [stack.people()["p2"]["email"]],
+          "with the bearer, client-sent X-Auth-Request-* are replaced")
+    page = request("GET", base + "/private/app-view", headers=bearer)
+    check(page.status == 200 and echoed(page, "X-Auth-Request-User") == [web_user], f"the bearer opens the protected pages too ({page.status})")
+
+    info = request("GET", base + "/oauth2/userinfo", headers=bearer)
+    check(info.status == 200 and json.loads(info.body).get("user") == web_user, f"/oauth2/userinfo with the bearer names the same person ({info.status})")
+    me = request("GET", base + "/api/me", headers=bearer)
+    check(me.status == 200 and echo(me) is None and json.loads(me.body).get("name") == "Grace Hopper",
+          f"/api/me goes to siwa, not the app ({me.status})")
+
+    # Refused: the kinds never cross, and a present bearer decides alone.
+    cookies = {name: value for (host, name), (value, _, _) in browser.jar.items() if name.endswith("siwa_session")}
+    check(len(cookies) == 1, f"the browser holds a web session ({list(cookies)})")
+    cookie_name, cookie_value = next(iter(cookies.items()), ("siwa_session", ""))
+    check(browser.get(api).status == 200, "the browser's cookie opens the API too")
+    seen_before = len(stack.upstream.seen())
+    # (what, headers, the answer at a protected page: a refused bearer is never sent to a sign-in page)
+    refusals = [
+        ("a web cookie's value as a bearer", {"Authorization": "Bearer " + cookie_value}, 401),
+        ("an unknown bearer beside a valid cookie", {"Authorization": "Bearer " + "A" * 43, "Cookie": f"{cookie_name}={cookie_value}"}, 401),
+        ("a malformed bearer beside a valid cookie", {"Authorization": "Bearer nope", "Cookie": f"{cookie_name}={cookie_value}"}, 401),
+        ("the app's token as the session cookie", {"Cookie": f"{cookie_name}={token}"}, 302),
+        ("forged identity headers and no credential", {"X-Auth-Request-User": "admin"}, 302),
+    ]
+    for what, headers, at_page in refusals:
+        refused = request("GET", api, headers=headers)
+        check(refused.status == 401 and echo(refused) is None and refused.header("Location") is None,
+              f"{what} at the API → 401 ({refused.status})")
+        if "bearer" in what:
+            check('error="invalid_token"' in (refused.header("WWW-Authenticate") or ""),
+                  f"… with WWW-Authenticate: Bearer error=\"invalid_token\" ({refused.header('WWW-Authenticate')})")
+        page = request("GET", base + "/private/page", headers=headers)
+        check(page.status == at_page and echo(page) is None, f"{what} at a protected page → {at_page} ({page.status})")
+    check(len(stack.upstream.seen()) == seen_before, "the app saw none of the refused requests")
+    check(not any("admin" in json.dumps(r["headers"]).lower() for r in stack.upstream.seen()),
+          "no request the app received carried a forged value")
+
+    # The app's token ended server-side (DELETE /api/me deletes the account): the API refuses it.
+    deleted = request("DELETE", base + "/api/me", headers=bearer)
+    check(deleted.status == 200, f"DELETE /api/me through the proxy → 200 ({deleted.status})")
+    after = request("GET", api, headers=bearer)
+    check(after.status == 401 and echo(after) is None, f"the deleted account's bearer → 401 at the API ({after.status})")
 
 
 def main():

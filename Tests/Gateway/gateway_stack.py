@@ -185,5 +185,8 @@ http {{
 
     # -- the emulator's admin API
 
+    def emulator(self):
+        return Emulator(self.emulator_url)
+
     def people(self):
-        return Emulator(self.emulator_url).people()
+        return self.emulator().people()
