@@ -94,9 +94,13 @@ struct OperationsController: Sendable {
         if let counts = try? await revocationCounts.value({ try await database.revocationCounts() }) {
             dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
         }
-        if let oldest = try? await oldestRevocation.value({ try await database.oldestPendingRevocationCreatedAt() }) {
+        // Not `try?`, which would flatten "no revocation waits" (nil) into "the query failed".
+        do {
+            let oldest = try await oldestRevocation.value { try await database.oldestPendingRevocationCreatedAt() }
             // The age from the cached queue time and this scrape's clock: it keeps growing between queries.
             dependencies.metrics.revocationBacklogAge(oldestCreatedAt: oldest, now: dependencies.now())
+        } catch {
+            // As with the counts: the gauge keeps its last value while the database does not answer.
         }
         let bytes = dependencies.metrics.registry.emitToBuffer()
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
