@@ -88,6 +88,10 @@ public struct SignedOutEverywhere: Sendable, Equatable {
     public var oidcAccessTokens = 0
     /// Codes issued but not yet exchanged (each could still become an access token).
     public var oidcCodes = 0
+
+    public init(webSessions: Int = 0, appSessions: Int = 0, oidcAccessTokens: Int = 0, oidcCodes: Int = 0) {
+        (self.webSessions, self.appSessions, self.oidcAccessTokens, self.oidcCodes) = (webSessions, appSessions, oidcAccessTokens, oidcCodes)
+    }
 }
 
 extension SIWADatabase {
