@@ -1,0 +1,215 @@
+import Foundation
+import JOSE
+import SIWASite
+import SIWAStore
+import SIWATestSupport
+@testable import SIWAWeb
+import Testing
+
+/// `siwa admin` as an operator runs it: the built binary, with `siwa serve`'s settings in the environment,
+/// on a SQLite file or on PostgreSQL.
+///
+/// The binary cannot be told a private PostgreSQL schema (DATABASE_URL has no search path), so on PostgreSQL
+/// these cases use the test database's default schema, with names of their own (fresh subs and client ids)
+/// and only look at their own rows.
+struct AdminWorld {
+    let environment: [String: String]
+    let database: SIWADatabase
+    let cipher: TokenCipher
+    let folder: String
+
+    static func make(_ backend: Backend) async throws -> AdminWorld? {
+        let folder = TestScratch.path("siwa-admin")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let databaseURL: String
+        switch backend {
+        case .sqlite:
+            databaseURL = "sqlite:\(folder)/siwa.sqlite"
+        case .postgres:
+            guard let url = ProcessInfo.processInfo.environment["SIWA_TEST_POSTGRES_URL"], !url.isEmpty else {
+                if ProcessInfo.processInfo.environment["SIWA_REQUIRE_POSTGRES"] == "1" {
+                    Issue.record("SIWA_REQUIRE_POSTGRES=1 but SIWA_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")
+                }
+                return nil
+            }
+            databaseURL = url
+        }
+        // Demo mode's settings (its keys made in DATA_DIR), and an Apple that does not answer: nothing listens on port 9.
+        let environment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "DATA_DIR": folder, "DATABASE_URL": databaseURL, "APPLE_BASE_URL": "http://127.0.0.1:9",
+        ]
+        let configuration = try SIWAConfiguration.load(from: environment)
+        let database = try await SIWADatabase.open(configuration.databaseURL, logger: TestDatabase.quietLogger, poolSize: 2)
+        try await database.migrate()
+        return AdminWorld(environment: environment, database: database, cipher: TokenCipher(key: configuration.tokenEncryptionKey),
+                          folder: folder)
+    }
+
+    func close() async { try? await database.close() }
+
+    func siwa(_ arguments: String...) async throws -> (status: Int32, output: String) {
+        try await SIWABinary.run(try #require(SIWABinary.path), ["admin"] + arguments, environment: environment)
+    }
+
+    /// A person signed in on the web and in the app (an Apple token for each, sealed as the service seals them).
+    func person(webClient: String, appClient: String) async throws -> UserAccount {
+        let sub = "admin." + UUID().uuidString.lowercased()
+        let now = Int64(Date().timeIntervalSince1970)
+        var account: UserAccount?
+        for (client, kind) in [(webClient, SessionKind.web), (appClient, .api)] {
+            let cipher = cipher
+            account = try await database.completeSignIn(NewSignIn(
+                appleSub: sub, email: "\(sub)@example.com", emailVerified: true, isPrivateEmail: false, givenName: "Ada",
+                familyName: "Lovelace", clientID: client,
+                sealRefreshToken: { userID in try cipher.seal("apple-refresh-\(client)", for: .account(userID: userID, clientID: client)) },
+                sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: kind, sessionExpiresAt: now + 3_600, now: now
+            )).0
+        }
+        return try #require(account)
+    }
+
+    /// The one line of `output` that is JSON (the audit lines go to standard error, which is in `output` too).
+    static func json(_ output: String) throws -> Any {
+        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("{") || $0.hasPrefix("[") }, "no JSON in \(output)")
+        return try JSONSerialization.jsonObject(with: Data(line.utf8))
+    }
+}
+
+@Suite("siwa admin (the built binary, both databases)")
+struct AdminCommandTests {
+    @Test("delete while Apple is down: the account is gone, its revocations wait in the outbox, which lists them",
+          .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
+    func deleteWhileAppleIsDown(_ backend: Backend) async throws {
+        guard let world = try await AdminWorld.make(backend) else { return }
+        defer { Task { await world.close() } }
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let (web, app) = ("com.example.web-\(tag)", "com.example.app-\(tag)")
+        let ada = try await world.person(webClient: web, appClient: app)
+
+        // find, then export: everything about the person, nothing secret
+        let found = try await world.siwa("people", "find", "--sub", ada.appleSub, "--json")
+        #expect(found.status == 0, "\(found.output)")
+        let people = try #require(try AdminWorld.json(found.output) as? [[String: Any]])
+        #expect(people.map { $0["id"] as? String } == [ada.id])
+        #expect(found.output.contains("admin: people find by=sub user=\(ada.id)"))
+        let export = try await world.siwa("people", "export", ada.id)
+        #expect(export.status == 0, "\(export.output)")
+        let exported = try Self.indentedObject(export.output)
+        let person = try #require(exported["person"] as? [String: Any])
+        #expect((person["sessions"] as? [Any])?.count == 2)
+        #expect(((person["appleTokens"] as? [[String: Any]])?.compactMap { $0["clientID"] as? String }) == [app, web].sorted())
+        #expect(!export.output.contains("v2:") && !export.output.contains("apple-refresh"), "no sealed or plain token in the export")
+        #expect(export.output.contains("admin: people export user=\(ada.id)"))
+
+        // MUT: delete, with Apple unreachable
+        let delete = try await world.siwa("people", "delete", ada.id)
+        // validate
+        #expect(delete.status == 0, "\(delete.output)")
+        #expect(delete.output.contains("admin: people delete user=\(ada.id)"))
+        #expect(try await world.database.user(id: ada.id) == nil)
+        #expect(try await world.database.appleTokens(userID: ada.id).isEmpty)
+        let outbox = try await world.siwa("outbox", "--json")
+        #expect(outbox.status == 0, "\(outbox.output)")
+        let items = try #require(try AdminWorld.json(outbox.output) as? [[String: Any]]).filter {
+            [web, app].contains($0["clientID"] as? String ?? "")
+        }
+        #expect(items.count == 2, "\(outbox.output)")
+        #expect(!outbox.output.contains("v2:"), "no sealed token in the listing")
+        // Each item holds its token re-sealed for the outbox, so a worker can send it once Apple is back.
+        for item in items {
+            let id = try #require(item["id"] as? String)
+            let stored = try #require(try await world.database.revocation(id: id))
+            #expect(try world.cipher.open(stored.token, from: .revocation(id: id)) == "apple-refresh-\(stored.clientID)")
+        }
+        // A worker's failed attempt (Apple down), then `outbox` shows it and `outbox retry` makes it due now.
+        let firstID = try #require(items.first?["id"] as? String)
+        let now = Int64(Date().timeIntervalSince1970)
+        let claimed = try await world.database.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test-\(tag)")
+        for item in claimed where [web, app].contains(item.clientID) {
+            try await world.database.failRevocation(id: item.id, holder: "test-\(tag)", error: "Apple unreachable", nextAttemptAt: now + 3_600)
+        }
+        let listed = try await world.siwa("outbox")
+        #expect(listed.output.contains(firstID) && listed.output.contains("last error: Apple unreachable"), "\(listed.output)")
+        let retry = try await world.siwa("outbox", "retry", "--item", firstID, "--json")
+        #expect(retry.status == 0, "\(retry.output)")
+        #expect((try AdminWorld.json(retry.output) as? [String: [String]])?["dueNow"] == [firstID])
+        #expect(try await world.database.revocation(id: firstID).map { $0.nextAttemptAt <= Int64(Date().timeIntervalSince1970) } == true)
+        // The account is gone for admin too.
+        let show = try await world.siwa("people", "show", ada.id)
+        #expect(show.status == 1 && show.output.contains("no account \(ada.id)"))
+        // Leave the shared PostgreSQL schema as found: this test's items done.
+        let cleanup = try await world.database.claimDueRevocations(now: now + 7_200, limit: 1_000, leaseSeconds: 60, holder: "cleanup-\(tag)")
+        for item in cleanup where [web, app].contains(item.clientID) {
+            try await world.database.completeRevocation(id: item.id, holder: "cleanup-\(tag)", now: now)
+        }
+    }
+
+    @Test("sessions revoke signs the person out of the web, the app and OpenID clients, and says so in the audit line",
+          .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
+    func sessionsRevoke(_ backend: Backend) async throws {
+        guard let world = try await AdminWorld.make(backend) else { return }
+        defer { Task { await world.close() } }
+        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let now = Int64(Date().timeIntervalSince1970)
+        let code = OIDCAuthorizationCode(codeHash: SecureRandom.token(byteCount: 32), clientID: "rp", redirectURI: "https://rp.example/cb",
+                                         userID: ada.id, scope: "openid", nonce: nil, codeChallenge: nil, authTime: now,
+                                         createdAt: now, expiresAt: now + 60)
+        try await world.database.insertOIDCCode(code)
+        _ = try await world.database.redeemOIDCCode(codeHash: code.codeHash, now: now) { c, _ in
+            OIDCAccessToken(tokenHash: SecureRandom.token(byteCount: 32), userID: c.userID, clientID: c.clientID, scope: c.scope,
+                            codeHash: c.codeHash, createdAt: now, expiresAt: now + 3_600)
+        }
+        // MUT
+        let result = try await world.siwa("sessions", "revoke", ada.id, "--json")
+        // validate
+        #expect(result.status == 0, "\(result.output)")
+        let counts = try #require(try AdminWorld.json(result.output) as? [String: Any])
+        #expect(counts["webSessions"] as? Int == 1 && counts["appSessions"] as? Int == 1 && counts["oidcAccessTokens"] as? Int == 1)
+        #expect(result.output.contains("admin: sessions revoke user=\(ada.id) web=1 app=1 oidc_tokens=1"))
+        let record = try #require(try await world.database.personRecord(userID: ada.id))
+        #expect(record.sessions.isEmpty && record.oidcAccessTokens.isEmpty && record.appleTokens.count == 2)
+        // Unknown ids are an error, and audited.
+        let unknown = try await world.siwa("sessions", "revoke", "no-such-account")
+        #expect(unknown.status == 1 && unknown.output.contains("result=not-found"))
+        _ = try await world.database.deleteAccount(userID: ada.id, revocations: nil)
+    }
+
+    @Test("backup: a SQLite copy that passes its integrity check; PostgreSQL refused with a pointer to pg_dump",
+          .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
+    func backup(_ backend: Backend) async throws {
+        guard let world = try await AdminWorld.make(backend) else { return }
+        defer { Task { await world.close() } }
+        let target = world.folder + "/backup.sqlite"
+        // MUT
+        let result = try await world.siwa("backup", target)
+        // validate
+        switch backend {
+        case .sqlite:
+            let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+            let again = try await world.siwa("backup", target, "--overwrite", "--json")
+            #expect(result.status == 0 && again.status == 0, "\(result.output)\n\(again.output)")
+            #expect((try AdminWorld.json(again.output) as? [String: Any])?["integrity"] as? String == "ok")
+            #expect(again.output.contains("admin: backup path=\(target)"))
+            #expect(try SIWADatabase.sqliteIntegrityCheck(path: target) == "ok")
+            let copy = try await SIWADatabase.open(DatabaseURL("sqlite:" + target), logger: TestDatabase.quietLogger)
+            #expect(try await copy.user(id: ada.id)?.appleSub == ada.appleSub)
+            try await copy.close()
+            let refused = try await world.siwa("backup", target)
+            #expect(refused.status == 1 && refused.output.contains("--overwrite"))
+        case .postgres:
+            #expect(result.status == 1)
+            #expect(result.output.contains("pg_dump"), "\(result.output)")
+            #expect(!FileManager.default.fileExists(atPath: target))
+        }
+    }
+
+    /// The indented JSON object `people export` prints, from its `{` line to its `}` line.
+    static func indentedObject(_ output: String) throws -> [String: Any] {
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex(of: "{"), "no JSON in \(output)")
+        let end = try #require(lines.lastIndex(of: "}"), "no JSON in \(output)")
+        let text = lines[start...end].joined(separator: "\n")
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+}
