@@ -7,7 +7,11 @@ struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
         abstract: "People, sessions, the revocation outbox, OIDC clients and backups (docs/admin.md).",
-        discussion: "Uses the same settings as `siwa serve` (DATABASE_URL, the keys); each action writes an audit line to the log.",
+        discussion: """
+            Uses the same settings as `siwa serve` (DATABASE_URL, the keys), given to any admin command as flags or \
+            in the environment; each action writes an audit line to the log.
+
+            """ + "\n" + SettingFlags.helpText,
         subcommands: [People.self, Sessions.self, Outbox.self, OIDC.self, Backup.self]
     )
 
