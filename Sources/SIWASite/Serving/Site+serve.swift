@@ -26,6 +26,8 @@ extension Site {
     /// `siwa serve`: the site until SIGTERM or SIGINT, with the Apple ID emulator beside it in demo mode.
     /// A database that does not open, or resources that are missing, are a ``SiteFailure``.
     public static func serve(_ configuration: SIWAConfiguration) async throws {
+        // `--log-format` wins over the environment's LOG_FORMAT, which the handler started with.
+        SiteLogHandler.format = configuration.logFormat
         var logger = Logger(label: "siwa")
         logger.logLevel = configuration.logLevel
         for warning in configuration.warnings { printError("warning: \(warning)") }

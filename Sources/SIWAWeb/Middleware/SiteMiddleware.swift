@@ -24,11 +24,21 @@ struct SiteMiddleware: RouterMiddleware {
         context.logger.debug("Request", metadata: [
             "hb.request.method": .string(request.method.rawValue), "hb.request.path": .string(LogSafe.text(request.uri.path)),
         ])
+        // The answered line (debug, like the request line: the clock is read only when it is written).
+        let started: ContinuousClock.Instant? = context.logger.logLevel <= .debug ? .now : nil
         var response: Response
         do {
             response = try await next(request, context)
         } catch {
             response = errorPages.response(for: error, to: request, context: context)
+        }
+        if let started {
+            let elapsed = ContinuousClock.now - started
+            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            context.logger.debug("Answered", metadata: [
+                "route": .string(context.endpointPath ?? "(none)"), "status": .stringConvertible(response.status.code),
+                "duration": .string(String((milliseconds * 1000).rounded() / 1000)),
+            ])
         }
         // The gateway check's 202 and 401 go to the proxy, never to a browser: only what nginx needs.
         if !Self.isGatewayCheckAnswer(request, response) { securityHeaders.apply(to: &response) }
