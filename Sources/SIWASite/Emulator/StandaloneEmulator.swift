@@ -6,8 +6,9 @@ import SIWAWeb
 
 /// `siwa emulator`: the Apple ID emulator on its own, for staging (APPLE_BASE_URL points at it).
 public enum StandaloneEmulator {
-    /// What `siwa emulator`'s command line asks for: one emulator configuration file (`configFile`), or one
-    /// team given by the one-team options (`teamID`, `keyID`, `publicKeyPath`, the client ids, …).
+    /// What `siwa emulator`'s settings ask for (``EmulatorSettings``, its flags over the environment): one
+    /// emulator configuration file (`configFile`), or one team given by the one-team settings (`teamID`,
+    /// `keyID`, `publicKeyPath`, the client ids, …).
     public struct Options: Sendable {
         public var host: String
         public var port: Int
@@ -15,7 +16,7 @@ public enum StandaloneEmulator {
         public var configFile: String?
         /// JSON file where people, consents and refresh tokens are kept across restarts.
         public var stateFile: String?
-        /// Bearer token of the admin routes; nil: `EMULATOR_ADMIN_TOKEN`.
+        /// Bearer token of the admin routes; nil: none (loopback only).
         public var adminToken: String?
         public var allowInsecureRedirectURIs: Bool
         public var clientIDs: [String]
@@ -26,11 +27,14 @@ public enum StandaloneEmulator {
         /// PEM file with the team's P-256 public key (or the .p8 itself).
         public var publicKeyPath: String?
         public var notificationURL: String?
-        public var logLevel: String?
+        public var logLevel: Logger.Level
+        /// The folder holding `templates/`; nil: where `ResourceLocator` finds it.
+        public var resourcesDirectory: String?
 
         public init(host: String, port: Int, configFile: String?, stateFile: String?, adminToken: String?,
                     allowInsecureRedirectURIs: Bool, clientIDs: [String], nativeClientIDs: [String], teamID: String?,
-                    keyID: String?, redirectURIs: [String], publicKeyPath: String?, notificationURL: String?, logLevel: String?) {
+                    keyID: String?, redirectURIs: [String], publicKeyPath: String?, notificationURL: String?,
+                    logLevel: Logger.Level, resourcesDirectory: String? = nil) {
             self.host = host
             self.port = port
             self.configFile = configFile
@@ -45,23 +49,19 @@ public enum StandaloneEmulator {
             self.publicKeyPath = publicKeyPath
             self.notificationURL = notificationURL
             self.logLevel = logLevel
+            self.resourcesDirectory = resourcesDirectory
         }
     }
 
     /// Serves the emulator until SIGTERM or SIGINT, then saves its state. A configuration it refuses (a
     /// non-loopback host without an admin token, an unreadable key, a bad configuration file) is a
     /// ``SiteFailure``.
-    public static func run(_ options: Options, environment: [String: String] = ProcessInfo.processInfo.environment) async throws {
-        let token = options.adminToken ?? environment["EMULATOR_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        if let problem = EmulatorConfiguration.adminTokenProblem(host: options.host, token: token) {
+    public static func run(_ options: Options) async throws {
+        let token = options.adminToken
+        if let problem = EmulatorSettings.adminTokenProblem(host: options.host, token: token) {
             throw SiteFailure(problem)
         }
-        let templates: String
-        do {
-            templates = try Site.resources(environment: environment).emulatorTemplatesDirectory
-        } catch let error as ConfigurationError {
-            throw SiteFailure(error.description)
-        }
+        let templates = SiteResources(root: options.resourcesDirectory ?? ResourceLocator.defaultRoot()).emulatorTemplatesDirectory
         var configuration: EmulatorConfiguration
         do throws(EmulatorConfigurationError) {
             if let configFile = options.configFile {
@@ -77,7 +77,7 @@ public enum StandaloneEmulator {
             throw SiteFailure(error.description)
         }
         var logger = Logger(label: "siwa")
-        logger.logLevel = options.logLevel.flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+        logger.logLevel = options.logLevel
         let state: AppleIDEmulatorState
         do { state = try AppleIDEmulatorState(configuration: configuration) } catch let error as EmulatorConfigurationError {
             throw SiteFailure(error.description)
@@ -98,13 +98,14 @@ public enum StandaloneEmulator {
     private static func oneTeamConfiguration(_ options: Options, templatesDirectory: String) throws(EmulatorConfigurationError)
         -> EmulatorConfiguration {
         guard let teamID = options.teamID, let keyID = options.keyID, let publicKeyPath = options.publicKeyPath else {
-            throw EmulatorConfigurationError("--team-id, --key-id and --public-key are required")
+            throw EmulatorConfigurationError("\(EmulatorSettings.requiredKeyFlags) are required")
         }
+        let flag = EmulatorSettings.publicKeyPath.flagName
         guard let pem = try? String(contentsOfFile: publicKeyPath, encoding: .utf8) else {
-            throw EmulatorConfigurationError("--public-key: cannot read \(publicKeyPath)")
+            throw EmulatorConfigurationError("\(flag): cannot read \(publicKeyPath)")
         }
         guard let key = EmulatorConfigurationFile.publicKey(pem: pem) else {
-            throw EmulatorConfigurationError("--public-key: \(publicKeyPath) holds neither a P-256 public key nor a .p8 private key")
+            throw EmulatorConfigurationError("\(flag): \(publicKeyPath) holds neither a P-256 public key nor a .p8 private key")
         }
         var clients = options.clientIDs.map {
             EmulatorClient(clientID: $0, teamID: teamID, keyID: keyID, publicKey: key, redirectURIs: options.redirectURIs,

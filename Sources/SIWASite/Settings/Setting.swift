@@ -15,6 +15,9 @@ public struct SettingRow: Sendable {
     public let isSecret: Bool
     /// A switch (`--demo`): the flag takes no value and means `1`.
     public let isSwitch: Bool
+    /// A list (`siwa emulator --client-id`): the flag may be repeated, one value each time; the
+    /// environment variable is comma-separated.
+    public let isList: Bool
     /// The value in effect, for `siwa doctor` and the start-up summary; nil leaves the row out (its
     /// value is shown by another row, e.g. the key's path by the loaded key).
     let summary: @Sendable (SIWAConfiguration) -> String?
@@ -32,17 +35,21 @@ public struct SettingProblem: Error, Sendable {
 public struct Setting<Value: Sendable>: Sendable {
     public let row: SettingRow
     let defaultValue: Value?
+    /// Reads a trimmed, non-empty raw value; a list's reads one element (``SettingSources/list(_:)`` joins them).
     let parse: @Sendable (String) throws(SettingProblem) -> Value
     /// The environment variable: what an error names, never retyped as a literal.
     public var name: String { row.name }
+    /// The flag with its dashes, e.g. `--team-id`: what a command's own messages name.
+    public var flagName: String { "--" + row.flag }
 
     init(
         _ name: String, flag: String, meaning: String, default defaultValue: Value? = nil, defaultText: String,
-        secret: Bool = false, isSwitch: Bool = false, parse: @escaping @Sendable (String) throws(SettingProblem) -> Value,
+        secret: Bool = false, isSwitch: Bool = false, isList: Bool = false,
+        parse: @escaping @Sendable (String) throws(SettingProblem) -> Value,
         summary: @escaping @Sendable (SIWAConfiguration) -> String?
     ) {
         self.row = SettingRow(name: name, flag: flag, meaning: meaning, defaultText: defaultText, isSecret: secret,
-                              isSwitch: isSwitch, summary: summary)
+                              isSwitch: isSwitch, isList: isList, summary: summary)
         self.defaultValue = defaultValue
         self.parse = parse
     }

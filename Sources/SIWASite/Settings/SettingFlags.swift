@@ -8,10 +8,19 @@ public enum SettingFlags {
         public let description: String
     }
 
-    /// The flags in `arguments`, by setting name.
+    /// The flags of `siwa serve` (``SiteSettings``) in `arguments`, by setting name.
     public static func parse(_ arguments: [String]) throws(UsageError) -> [String: String] {
-        let byFlag = Dictionary(uniqueKeysWithValues: SiteSettings.all.map { ("--" + $0.flag, $0) })
+        try parse(arguments, table: SiteSettings.all).values
+    }
+
+    /// The flags in `arguments` of the settings in `table`, by setting name: `values` has one value per
+    /// setting (the last given), `lists` every value of a list setting (``SettingRow/isList``) in order.
+    public static func parse(_ arguments: [String], table: [SettingRow]) throws(UsageError)
+        -> (values: [String: String], lists: [String: [String]])
+    {
+        let byFlag = Dictionary(uniqueKeysWithValues: table.map { ("--" + $0.flag, $0) })
         var values: [String: String] = [:]
+        var lists: [String: [String]] = [:]
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -23,27 +32,33 @@ public enum SettingFlags {
             guard let row = byFlag[flag] else {
                 throw UsageError(description: "unknown option \(argument) (the settings are listed by --help)")
             }
+            let value: String
             if row.isSwitch {
                 guard inlineValue == nil else { throw UsageError(description: "\(flag) takes no value") }
-                values[row.name] = "1"
+                value = "1"
             } else if let inlineValue {
-                values[row.name] = inlineValue
+                value = inlineValue
             } else {
                 guard index < arguments.count else { throw UsageError(description: "\(flag) needs a value (\(row.name))") }
-                values[row.name] = arguments[index]
+                value = arguments[index]
                 index += 1
             }
+            if row.isList { lists[row.name, default: []].append(value) } else { values[row.name] = value }
         }
-        return values
+        return (values, lists)
     }
 
-    /// Each setting's flag, then its variable, meaning and default, wrapped to 80 columns with a hanging
-    /// indent (ArgumentParser prints a discussion as given when no line is longer than the terminal).
-    public static var helpText: String {
-        let entries = SiteSettings.all.map { row in
-            let flag = row.isSwitch ? "--\(row.flag)" : "--\(row.flag) <value>"
+    /// Each setting's flag, then its variable, meaning and default, wrapped to 79 columns with a hanging
+    /// indent (ArgumentParser prints a discussion's line as given when it is shorter than the terminal's
+    /// 80 columns, and breaks one of 80 again).
+    public static var helpText: String { helpText(table: SiteSettings.all) }
+
+    /// ``helpText`` for the settings in `table`; a list's flag is marked `(repeatable)`.
+    public static func helpText(table: [SettingRow]) -> String {
+        let entries = table.map { row in
+            let flag = row.isSwitch ? "--\(row.flag)" : "--\(row.flag) <value>" + (row.isList ? " (repeatable)" : "")
             let text = "\(row.name): \(row.meaning) (default: \(row.defaultText))".replacingOccurrences(of: "`", with: "")
-            return (["  " + flag] + wrap(text, width: 72).map { "        " + $0 }).joined(separator: "\n")
+            return (["  " + flag] + wrap(text, width: 71).map { "        " + $0 }).joined(separator: "\n")
         }
         return "SETTINGS (each is also an environment variable; a flag wins):\n" + entries.joined(separator: "\n")
     }

@@ -15,13 +15,19 @@ public struct SettingSources: Sendable {
     /// - Parameters:
     ///   - environment: the process environment (or a test's values).
     ///   - flags: values given as flags, by setting name; they win over the environment.
-    public init(environment: [String: String], flags: [String: String] = [:]) {
-        let secrets = SiteSettings.secretNames
+    ///   - lists: the values of list settings given as (repeated) flags, by setting name; they win too.
+    ///   - table: the settings read, whose secrets are marked secret (`siwa serve`'s unless told).
+    public init(environment: [String: String], flags: [String: String] = [:], lists: [String: [String]] = [:],
+                table: [SettingRow] = SiteSettings.all) {
+        let secrets = Set(table.filter(\.isSecret).map(\.name))
         var providers: [any ConfigProvider] = []
-        if !flags.isEmpty {
-            let values = Dictionary(uniqueKeysWithValues: flags.map { name, value in
+        if !flags.isEmpty || !lists.isEmpty {
+            var values = Dictionary(uniqueKeysWithValues: flags.map { name, value in
                 (AbsoluteConfigKey([name]), ConfigValue(.string(value), isSecret: secrets.contains(name)))
             })
+            for (name, list) in lists {
+                values[AbsoluteConfigKey([name])] = ConfigValue(.stringArray(list), isSecret: secrets.contains(name))
+            }
             providers.append(InMemoryProvider(name: "flags", values: values))
         }
         providers.append(EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: .specific(secrets)))
@@ -46,6 +52,26 @@ public struct SettingSources: Sendable {
         } catch {
             throw ConfigurationError(setting.row.name, error.text)
         }
+    }
+
+    /// Every value of a list setting (``SettingRow/isList``): the repeated flag's, else the variable's
+    /// comma-separated ones, each trimmed (blanks dropped) and parsed by the setting's parser, which
+    /// reads one element; else the setting's constant default, else none.
+    func list<Element>(_ setting: Setting<[Element]>) throws(ConfigurationError) -> [Element] {
+        guard let raws = reader.stringArray(forKey: ConfigKey([setting.row.name]), isSecret: setting.row.isSecret) else {
+            return setting.defaultValue ?? []
+        }
+        var values: [Element] = []
+        for raw in raws {
+            let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty else { continue }
+            do {
+                values += try setting.parse(trimmed)
+            } catch {
+                throw ConfigurationError(setting.row.name, error.text)
+            }
+        }
+        return values
     }
 
     /// The value of a setting that has a constant default.
