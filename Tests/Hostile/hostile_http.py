@@ -194,8 +194,10 @@ def pipelining_flood(target, pid, requests=300_000):
     sock = target.connect()
     sock.setblocking(False)
     sent = 0
+    closed_after = None
+    started = time.time()
     with PeakRSS(pid) as rss:
-        deadline = time.time() + 8
+        deadline = started + 8
         while sent < len(payload) and time.time() < deadline:
             _, writable, _ = select.select([], [sock], [], 0.2)
             if writable:
@@ -203,10 +205,16 @@ def pipelining_flood(target, pid, requests=300_000):
                     sent += sock.send(payload[sent:sent + 65536])
                 except BlockingIOError:
                     pass
+                except (ConnectionResetError, BrokenPipeError):
+                    # The server dropped a peer that leaves its answers unread (HTTP_IDLE_TIMEOUT).
+                    closed_after = time.time() - started
+                    break
         time.sleep(2)   # whatever the server still does with what it took
     sock.close()
     accepted = sent / len(one)
-    return rss.growth, f"{accepted:,.0f} of {requests:,} requests taken ({sent / 1e6:.1f} MB), resident memory +{rss.growth:.1f} MiB"
+    ending = f", closed by the server after {closed_after:.1f} s" if closed_after is not None else ""
+    return rss.growth, (f"{accepted:,.0f} of {requests:,} requests sent before the server stopped reading "
+                        f"({sent / 1e6:.1f} MB){ending}, resident memory +{rss.growth:.1f} MiB")
 
 
 def slow_heads(target, count=50):
