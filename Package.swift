@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // Test-only: the reference SQLiteDirect is checked against (SQLiteDirectTests); no product uses it.
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
     ],
     targets: [
         // MARK: C libraries (system packages: the user's choice of libcurl and OpenSSL)
@@ -208,7 +210,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "SQLiteDirectTests", dependencies: ["SQLiteDirect", "CSQLite3"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SQLiteDirectTests",
+            // sqlite-nio ran the store before SQLiteDirect; the same statements must give the same rows.
+            dependencies: ["SQLiteDirect", "CSQLite3", .product(name: "SQLiteNIO", package: "sqlite-nio")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PageTemplatesTests",
             // swift-mustache rendered the pages before; the shipped templates must render the same.
