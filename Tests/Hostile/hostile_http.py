@@ -148,8 +148,8 @@ class SteadyLoad:
         while not self.stopping.is_set():
             started = time.time()
             try:
-                sock = socket.create_connection(("127.0.0.1", urllib.parse.urlsplit(self.base_url).port), timeout=2)
-                sock.settimeout(2)
+                sock = socket.create_connection(("127.0.0.1", urllib.parse.urlsplit(self.base_url).port), timeout=5)
+                sock.settimeout(5)
                 sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
                 raw = b""
                 while True:
@@ -429,37 +429,29 @@ def main():
             if is_siwa:
                 report.check(growth <= PIPELINE_BOUND_MIB, f"siwa: pipelining flood bounded (+{growth:.1f} MiB ≤ {PIPELINE_BOUND_MIB} MiB)")
 
-            phase(f"{target.name}: slow heads")
-            latest, still_open = slow_heads(target)
-            print(f"      50 slow heads: {50 - still_open} closed (the last after {latest:.1f} s), {still_open} still open "
-                  f"after {HEAD_TIMEOUT + GRACE + 1:.1f} s", flush=True)
-            if is_siwa:
-                report.check(still_open == 0 and latest <= HEAD_TIMEOUT + GRACE,
-                             f"siwa: every slow head closed within {HEAD_TIMEOUT} s + {GRACE} s (last at {latest:.1f} s)")
-
-            phase(f"{target.name}: slow bodies")
-            latest, still_open = slow_bodies(target)
-            print(f"      50 slow bodies: {50 - still_open} closed (the last after {latest:.1f} s), {still_open} still open "
-                  f"after {BODY_TIMEOUT + GRACE + 1:.1f} s", flush=True)
-            if is_siwa:
-                report.check(still_open == 0 and latest <= BODY_TIMEOUT + GRACE,
-                             f"siwa: every stalled body closed within {BODY_TIMEOUT} s + {GRACE} s (last at {latest:.1f} s)")
-
-            phase(f"{target.name}: idle keep-alive")
-            latest, still_open = idle_keep_alive(target)
-            print(f"      20 idle keep-alive connections: {20 - still_open} closed (the last after {latest:.1f} s), "
-                  f"{still_open} still open after {IDLE_TIMEOUT + GRACE + 1:.1f} s", flush=True)
-            if is_siwa:
-                report.check(still_open == 0 and latest <= IDLE_TIMEOUT + GRACE,
-                             f"siwa: every idle connection closed within {IDLE_TIMEOUT} s + {GRACE} s (last at {latest:.1f} s)")
+            for name, case, count, deadline in (("slow heads", slow_heads, 50, HEAD_TIMEOUT),
+                                                 ("slow bodies", slow_bodies, 50, BODY_TIMEOUT),
+                                                 ("idle keep-alive connections", idle_keep_alive, 20, IDLE_TIMEOUT)):
+                phase(f"{target.name}: {name}")
+                latest, still_open = case(target, count)
+                print(f"      {count} {name}: {count - still_open} closed (the last after {latest:.1f} s), {still_open} still open "
+                      f"after {deadline + GRACE + 1:.1f} s", flush=True)
+                if is_siwa:
+                    report.check(still_open == 0 and latest <= deadline + GRACE,
+                                 f"siwa: every one of the {name} closed within {deadline} s + {GRACE} s (last at {latest:.1f} s)")
 
             phase(f"{target.name}: upgrade")
             growth, closed, answered, sent = upgrade_stream(target, server.pid)
             print(f"      Upgrade then {sent / 1e6:.1f} MB: answered {answered}, closed: {closed}, resident memory +{growth:.1f} MiB",
                   flush=True)
             if is_siwa:
-                report.check(closed and answered[:1] == [200] and growth <= UPGRADE_BOUND_MIB,
-                             f"siwa: an Upgrade request is answered ({answered}) and closed, +{growth:.1f} MiB ≤ {UPGRADE_BOUND_MIB} MiB")
+                # The answer comes first; but a peer that keeps sending after it gets the close as a reset
+                # (bytes the server never read), which may discard the answer in the peer's own buffer before
+                # it reads it. A real client waits for the answer to its Upgrade, and
+                # TaskPerRequestServerTests.upgradeAnsweredAndClosed checks the answer on such a client.
+                report.check(closed and answered in ([200], []) and growth <= UPGRADE_BOUND_MIB,
+                             f"siwa: an Upgrade request is answered ({answered or 'answer lost to the reset'}) and closed, "
+                             f"+{growth:.1f} MiB ≤ {UPGRADE_BOUND_MIB} MiB")
 
             phase(f"{target.name}: oversized head")
             answered, closed = oversized_head(target)
