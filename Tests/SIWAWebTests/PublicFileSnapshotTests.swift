@@ -66,7 +66,7 @@ struct PublicFileSnapshotTests {
 
     @Test("ranges resolved against the size", arguments: [
         ("bytes=0-3", ByteRange.bytes(0...3)), ("bytes=7-", .bytes(7...9)), ("bytes=-3", .bytes(7...9)),
-        ("bytes=5-100", .bytes(5...9)), ("bytes=-100", .bytes(0...9)), ("bytes= 2 - 4", .bytes(2...4)), ("bytes=9-9", .bytes(9...9)),
+        ("bytes=5-100", .bytes(5...9)), ("bytes=-100", .bytes(0...9)), ("bytes= 2-4 ", .bytes(2...4)), ("bytes= 2 - 4", .ignore), ("bytes=2 -4", .ignore), ("bytes=9-9", .bytes(9...9)),
         ("bytes=10-", .unsatisfiable), ("bytes=5000-6000", .unsatisfiable), ("bytes=-0", .unsatisfiable),
         ("bytes=4-2", .ignore), ("bytes=0-1,4-5", .ignore), ("items=0-1", .ignore), ("bytes=a-b", .ignore), ("bytes=+1-2", .ignore),
         ("bytes=-", .ignore), ("bytes=1", .ignore), ("bytes=99999999999999999999-", .ignore),

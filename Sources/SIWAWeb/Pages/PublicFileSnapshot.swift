@@ -130,8 +130,10 @@ enum ByteRange: Equatable {
 
     static func resolve(_ field: String, size: Int) -> ByteRange {
         guard field.hasPrefix("bytes=") else { return .ignore }
-        let spec = field.dropFirst("bytes=".count).filter { $0 != " " && $0 != "\t" }
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .ignore }
+        // Whitespace only around the range (a list element's OWS, RFC 9110 §5.6.1): never inside it, where
+        // `bytes= 2 - 4` is no range at all (FileMiddleware refuses it too; here the header is ignored).
+        let spec = field.dropFirst("bytes=".count).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        guard !spec.contains(","), !spec.contains(" "), !spec.contains("\t"), let dash = spec.firstIndex(of: "-") else { return .ignore }
         let first = spec[..<dash], last = spec[spec.index(after: dash)...]
         if first.isEmpty {
             // The last N bytes.
