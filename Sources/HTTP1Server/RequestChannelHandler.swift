@@ -262,11 +262,12 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         }
         encoder.appendEnd(trailers: trailers, to: &buffer)
         assembly.responseEnded()
-        // Until the socket has taken the whole answer, nothing else is answered nor read; a peer that
-        // never reads it is dropped after the idle timeout.
-        setDeadline(limits.idleTimeout, .unreadAnswer)
         let written = context.writeAndFlush(wrapOutboundOut(buffer))
+        // Usually the socket takes the whole answer at once and this runs right here; until it has,
+        // nothing else is answered nor read.
         written.assumeIsolated().whenComplete { _ in self.answerWritten(context: context) }
+        // An answer still waiting for the peer to read it: the peer is dropped after the idle timeout.
+        if assembly.isFlushing { setDeadline(limits.idleTimeout, .unreadAnswer) }
         return written
     }
 

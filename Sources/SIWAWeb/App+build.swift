@@ -84,12 +84,7 @@ extension SIWAConfiguration {
     /// What one connection may make the server hold (SPEC §9): the largest body any route reads, and
     /// the head, body and idle deadlines.
     var connectionLimits: ConnectionLimits {
-        ConnectionLimits(bodyLimit: FormBody.limit, headTimeout: Self.timeAmount(httpHeadTimeout),
-                         bodyTimeout: Self.timeAmount(httpBodyTimeout), idleTimeout: Self.timeAmount(httpIdleTimeout))
-    }
-
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        ConnectionLimits(bodyLimit: FormBody.limit, headTimeout: TimeAmount(httpHeadTimeout),
+                         bodyTimeout: TimeAmount(httpBodyTimeout), idleTimeout: TimeAmount(httpIdleTimeout))
     }
 }
