@@ -261,10 +261,10 @@ def close_times(sockets, seconds):
         for sock in readable:
             try:
                 chunk = sock.recv(65536)
-            except (ConnectionResetError, BlockingIOError):
-                chunk = b"" if not isinstance(sys.exc_info()[1], BlockingIOError) else None
-            if chunk is None:
+            except BlockingIOError:
                 continue
+            except ConnectionResetError:
+                chunk = b""   # closed, by a reset
             if chunk:
                 open_sockets[sock] += chunk
             else:

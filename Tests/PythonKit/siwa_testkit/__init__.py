@@ -26,7 +26,8 @@ A suite's script then imports what it needs:
 
 Modules: ports (free loopback ports), paths (ROOT, TESTS, siwa_binary), processes (children with
 readiness waits), http (Response, request, Browser), emulator (the Apple ID emulator's admin API),
-report (Report: checks and the closing line), files (temporary directories).
+report (Report: checks and the closing line), files (temporary directories), pacing (cpu_seconds and
+paced: a server's CPU per request at a steady pace, for scripts/request-floor and scripts/layer-ab).
 """
 from .emulator import Emulator
 from .files import remove_directory, temporary_directory
