@@ -1,5 +1,5 @@
-"""A server's CPU per request at a steady pace (scripts/request-floor, scripts/layer-ab): kept-alive
-connections that together send a request `rate` times a second, and the server's own CPU time."""
+"""A server's CPU per request at a steady pace (scripts/request-floor, scripts/layer-ab, scripts/gateway-bench):
+kept-alive connections that together send a request `rate` times a second, and the server's own CPU time."""
 import asyncio
 import os
 import time
@@ -14,11 +14,24 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-async def paced(port, request, connections, rate, seconds, status=b"HTTP/1.1 200"):
+def thread_cpu_seconds(pid):
+    """The on-CPU time of every live thread of the process, in seconds, from /proc/PID/task/*/schedstat:
+    to the nanosecond, where cpu_seconds counts 10 ms ticks (too coarse for an nginx process that spends a
+    few tens of ms in a run), but without the threads that have ended (use it for nginx's one-thread
+    processes, cpu_seconds for servers whose threads may come and go)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
+async def paced(port, request, connections, rate, seconds, status=b"HTTP/1.1 200", latencies=None):
     """Sends `request` (bytes) on `connections` kept-alive connections to 127.0.0.1:`port`, together
     `rate` a second, for `seconds`; returns (answered, failures). An answer that does not start with
     `status` or has no Content-Length is a failure and stops its connection: where the next answer
-    starts would be unknown."""
+    starts would be unknown. `latencies`, a list, gets each answered request's seconds from its write
+    to the end of its answer."""
     interval = connections / rate
     answered = failures = 0
 
@@ -28,6 +41,7 @@ async def paced(port, request, connections, rate, seconds, status=b"HTTP/1.1 200
         await asyncio.sleep(interval * index / connections)  # spread the connections over the interval
         due = time.monotonic()
         while time.monotonic() < stop:
+            sent = time.monotonic()
             writer.write(request)
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
@@ -41,6 +55,8 @@ async def paced(port, request, connections, rate, seconds, status=b"HTTP/1.1 200
                 break
             await reader.readexactly(length)
             answered += 1
+            if latencies is not None:
+                latencies.append(time.monotonic() - sent)
             due += interval
             delay = due - time.monotonic()
             if delay > 0:
