@@ -124,11 +124,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The composition root: the settings table, resources, one makeDependencies, the demo pairing
-        // with the emulator, team transfer. The executable only parses arguments and calls it.
+        // with the emulator, team transfer, the load test run against this site (Site.loadTest). The
+        // executable only parses arguments and calls it.
         .target(
             name: "SIWASite",
             dependencies: [
-                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
+                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWALoadTest",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -139,19 +140,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // `siwa loadtest`: sign-in flows against a `siwa serve` it starts, with the emulator standing in for Apple.
+        // Not over SIWASite (which depends on it): the site's configuration and app arrive as a LoadTestSite.
         .target(
             name: "SIWALoadTest",
             dependencies: [
-                "SIWASite", "SIWAWeb", "AppleIDEmulator", "JOSE", "CurlHTTP",
+                "SIWAWeb", "AppleIDEmulator", "JOSE", "CurlHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
-        // Parses arguments and calls SIWASite (and SIWALoadTest for `siwa loadtest`).
+        // Parses arguments and calls SIWASite; it imports nothing else (SIWASiteTests.ExecutableImportsTests).
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "SIWASite", "SIWALoadTest",
+                "SIWASite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -3,12 +3,11 @@ import CurlHTTP
 import Foundation
 import JOSE
 import Logging
-import SIWASite
 import SIWAWeb
 
 /// The app and the Apple ID emulator on loopback for one load run. By default the app is a separate
 /// `siwa serve` process (its CPU and memory are then its own) and the emulator runs in this process beside
-/// the load generator; `inProcess` runs the app here too, built with the same `Site.makeDependencies`.
+/// the load generator; `inProcess` runs the app here too, built as `siwa serve` builds it (``LoadTestSite``).
 struct LoadEnvironment: Sendable {
     let configuration: SIWAConfiguration
     let emulator: AppleIDEmulatorState
@@ -23,13 +22,14 @@ struct LoadEnvironment: Sendable {
     /// Starts both servers, runs `body`, and stops them again (also when `body` throws). `overrides` are
     /// settings of the app given on the command line; they win over the load test's own.
     static func run<T: Sendable>(
-        databaseURL: String?, inProcess: Bool, logLevel: String, overrides: [String: String] = [:], logger: Logger,
+        site: LoadTestSite, databaseURL: String?, inProcess: Bool, logLevel: String, overrides: [String: String] = [:],
+        logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
         let dataDirectory = NSTemporaryDirectory() + "siwa-loadtest-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        let (appPort, emulatorPort) = try await SiteWithEmulator.freePorts()
+        let (appPort, emulatorPort) = try await site.freePorts()
         // Like the chaos stacks: the load comes from one address, so no per-client limits.
         var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "HOST": "127.0.0.1",
                       "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0", "APPLE_TIMEOUT": "10",
@@ -38,8 +38,8 @@ struct LoadEnvironment: Sendable {
         if inProcess {
             // Demo mode's generated keys; the emulator is started below on EMULATOR_PORT.
             values["EMULATOR_PORT"] = String(emulatorPort)
-            return try await runInProcess(values: values, emulatorPort: emulatorPort, dataDirectory: dataDirectory,
-                                          logger: logger, body)
+            return try await runInProcess(site: site, values: values, emulatorPort: emulatorPort,
+                                          dataDirectory: dataDirectory, logger: logger, body)
         }
         // A production configuration pointed at the emulator, as `scripts/chaos` runs it.
         let keyPath = dataDirectory + "/loadtest-apple-key.p8"
@@ -53,40 +53,30 @@ struct LoadEnvironment: Sendable {
             "TOKEN_ENCRYPTION_KEY": Base64.encode(AESGCMKey.generate().bytes),
         ]) { $1 }
         values.merge(overrides) { $1 }
-        return try await runWithServerProcess(values: values, emulatorPort: emulatorPort, dataDirectory: dataDirectory,
-                                              logger: logger, body)
+        return try await runWithServerProcess(site: site, values: values, emulatorPort: emulatorPort,
+                                              dataDirectory: dataDirectory, logger: logger, body)
     }
 
     private static func runInProcess<T: Sendable>(
-        values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
+        site: LoadTestSite, values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
-        let configuration = try SIWAConfiguration.load(from: values)
-        // The same dependencies `siwa serve` builds: pools, HTTP client and templates as in production.
-        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger)
-        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration)
-        let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
-        let environment = LoadEnvironment(configuration: configuration, emulator: emulator, dataDirectory: dataDirectory, server: nil)
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await SiteWithEmulator.run(
-                dependencies: dependencies, emulatorConfiguration: emulatorConfiguration, emulator: emulator,
-                emulatorPort: emulatorPort, appLogger: logger, logger: logger) { try await body(environment) })
-        } catch {
-            result = .failure(error)
+        let configuration = try site.configuration(values)
+        var value: T?
+        // The app with the same dependencies `siwa serve` builds: pools, HTTP client and templates as in production.
+        try await site.runWithEmulator(configuration, true, emulatorPort, logger) { emulator in
+            value = try await body(LoadEnvironment(configuration: configuration, emulator: emulator,
+                                                   dataDirectory: dataDirectory, server: nil))
         }
-        await emulator.shutdown()
-        return try result.get()
+        guard let value else { throw LoadTestError("the app and the emulator stopped before the load ran") }
+        return value
     }
 
     private static func runWithServerProcess<T: Sendable>(
-        values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
+        site: LoadTestSite, values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
-        let configuration = try SIWAConfiguration.load(from: values)
-        // No notifications: the load never triggers one, and the emulator would otherwise post to the app.
-        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: false)
-        let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
+        let configuration = try site.configuration(values)
         // The server sees only its settings (and where to find templates/ and Public/), never this process's
         // environment: a DATABASE_URL exported in the shell must not point the load at a real database.
         var serverEnvironment = values
@@ -94,29 +84,22 @@ struct LoadEnvironment: Sendable {
         for name in ["PATH", "HOME", "TMPDIR", "LANG"] {
             if let value = ProcessInfo.processInfo.environment[name] { serverEnvironment[name] = value }
         }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await SiteWithEmulator.run(
-                dependencies: nil, emulatorConfiguration: emulatorConfiguration, emulator: emulator,
-                emulatorPort: emulatorPort, appLogger: logger, logger: logger
-            ) {
-                let server = try ServerProcess.startServe(environment: serverEnvironment, logPath: dataDirectory + "/server.log")
-                do {
-                    try await waitUntilHealthy(server, url: configuration.publicURL + "/healthz")
-                    let value = try await body(LoadEnvironment(configuration: configuration, emulator: emulator,
-                                                               dataDirectory: dataDirectory, server: server))
-                    await server.stop()
-                    return value
-                } catch {
-                    await server.stop()
-                    throw error
-                }
-            })
-        } catch {
-            result = .failure(error)
+        // No notifications from the emulator: the load never triggers one (`appInProcess` false).
+        var value: T?
+        try await site.runWithEmulator(configuration, false, emulatorPort, logger) { emulator in
+            let server = try ServerProcess.startServe(environment: serverEnvironment, logPath: dataDirectory + "/server.log")
+            do {
+                try await waitUntilHealthy(server, url: configuration.publicURL + "/healthz")
+                value = try await body(LoadEnvironment(configuration: configuration, emulator: emulator,
+                                                       dataDirectory: dataDirectory, server: server))
+                await server.stop()
+            } catch {
+                await server.stop()
+                throw error
+            }
         }
-        await emulator.shutdown()
-        return try result.get()
+        guard let value else { throw LoadTestError("the emulator stopped before the load ran") }
+        return value
     }
 
     /// Polls `/healthz` until it answers 200 (the server has migrated and listens), for at most a minute.

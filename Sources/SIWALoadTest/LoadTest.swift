@@ -37,12 +37,13 @@ public struct LoadOptions: Sendable {
 /// `siwa loadtest`: complete sign-in flows against the app — a separate `siwa serve` process by default —
 /// and the emulator (in this process), with a chosen latency at Apple's token endpoint.
 public enum LoadTest {
-    /// Starts the app and the emulator, runs the load, stops them, and returns what was measured (print it
-    /// with ``LoadReport/printText()``). A run that could not start or finish throws ``LoadTestError``.
-    public static func run(_ options: LoadOptions) async throws -> LoadReport {
+    /// Starts the app (its own `siwa serve` process, or with `inProcess` the app `site` builds) and the
+    /// emulator, runs the load, stops them, and returns what was measured (print it with
+    /// ``LoadReport/printText()``). A run that could not start or finish throws ``LoadTestError``.
+    public static func run(_ options: LoadOptions, site: LoadTestSite) async throws -> LoadReport {
         var logger = Logger(label: "siwa")
         logger.logLevel = Logger.Level(rawValue: options.logLevel.lowercased()) ?? .info
-        return try await LoadEnvironment.run(databaseURL: options.databaseURL, inProcess: options.inProcess,
+        return try await LoadEnvironment.run(site: site, databaseURL: options.databaseURL, inProcess: options.inProcess,
                                              logLevel: options.logLevel, overrides: options.serverSettings,
                                              logger: logger) { environment in
             try await LoadRun(options: options, environment: environment).run()

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import SIWASite
 
 /// `siwa emulator`: its settings are ``EmulatorSettings``'s table (flags over the environment, `--help`);
@@ -25,7 +24,7 @@ struct EmulatorCommand: AsyncParsableCommand {
 
     private func options() throws -> StandaloneEmulator.Options {
         do {
-            return try EmulatorSettings.options(arguments: flags, environment: ProcessInfo.processInfo.environment)
+            return try EmulatorSettings.options(arguments: flags, environment: SiteProcess.environment)
         } catch {
             throw ValidationError(String(describing: error))
         }

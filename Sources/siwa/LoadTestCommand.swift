@@ -1,7 +1,7 @@
 import ArgumentParser
-import SIWALoadTest
+import SIWASite
 
-/// `siwa loadtest`: its options; the run is SIWALoadTest's (``LoadTest``).
+/// `siwa loadtest`: its options; the run is SIWASite's (``Site/loadTest(_:)``, over SIWALoadTest).
 struct LoadTestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loadtest",
@@ -61,13 +61,7 @@ struct LoadTestCommand: AsyncParsableCommand {
         let options = LoadOptions(concurrency: concurrency, latencyMs: latencyMs, duration: duration, warmup: warmup,
                                   yieldToServer: yieldToServer, databaseURL: databaseUrl, inProcess: inProcess,
                                   logLevel: logLevel, serverSettings: try settingOverrides)
-        let report: LoadReport
-        do {
-            report = try await LoadTest.run(options)
-        } catch let error as LoadTestError {
-            printError("siwa loadtest: \(error)")
-            throw ExitCode(1)
-        }
+        let report = try await Site.loadTest(options)
         report.printText()
         if report.errors > 0 { throw ExitCode(1) }
     }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import SIWASite
 
 /// Every setting of the table (SPEC §2) as a flag; a flag wins over the environment variable of the
@@ -10,7 +9,7 @@ struct SettingsOptions: ParsableArguments {
 
     /// The environment and these flags, where the configuration is read from (``Site/configuration(_:)``);
     /// a flag the settings table does not know is a usage error.
-    func sources(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SettingSources {
+    func sources(environment: [String: String] = SiteProcess.environment) throws -> SettingSources {
         do {
             return SettingSources(environment: environment, flags: try SettingFlags.parse(flags))
         } catch {
@@ -19,7 +18,7 @@ struct SettingsOptions: ParsableArguments {
     }
 
     /// `EVENT_LOOP_THREADS` from these flags and the environment, before the configuration is loaded.
-    func eventLoopThreads(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
+    func eventLoopThreads(environment: [String: String] = SiteProcess.environment) -> Int {
         let values = (try? SettingFlags.parse(flags)) ?? [:]
         return SiteSettings.eventLoopThreads(in: SettingSources(environment: environment, flags: values))
     }
@@ -27,6 +26,6 @@ struct SettingsOptions: ParsableArguments {
 
 /// Prints a line to standard error.
 func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    SiteProcess.printError(line)
 }
 

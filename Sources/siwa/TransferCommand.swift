@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import SIWASite
 
 /// `siwa transfer`: moving the app (and its Sign in with Apple users) to another Apple developer team.
@@ -97,16 +96,7 @@ struct TransferCommand: AsyncParsableCommand {
         @Option(help: "The mapping written by `siwa transfer export`") var input: String
 
         func run() async throws {
-            let rows: [TransferMappingRow]
-            do {
-                rows = try TransferMappingFile.parse(String(contentsOfFile: input, encoding: .utf8))
-            } catch let error as TransferMappingFile.FormatError {
-                printError("cannot read \(input): \(error)")
-                throw ExitCode(1)
-            } catch {
-                printError("cannot read \(input): \(error.localizedDescription)")
-                throw ExitCode(1)
-            }
+            let rows = try TransferMappingFile.read(path: input)
             let transfer = try await common.open()
             let report: TransferImporter.Report
             do {
