@@ -20,14 +20,17 @@ public struct SiteOverrides: Sendable {
     public var templatesDirectory: String?
     /// The metrics registry (a test reads one instance's counters).
     public var metrics: SIWAMetrics?
+    /// Seconds a read of the OpenID signing keys serves, instead of ``OIDCKeyRing/defaultRefreshInterval``.
+    public var oidcKeyRefresh: Int64?
 
     public init(database: SIWADatabase? = nil, http: CurlHTTPClient? = nil, now: (@Sendable () -> Int64)? = nil,
-                templatesDirectory: String? = nil, metrics: SIWAMetrics? = nil) {
+                templatesDirectory: String? = nil, metrics: SIWAMetrics? = nil, oidcKeyRefresh: Int64? = nil) {
         self.database = database
         self.http = http
         self.now = now
         self.templatesDirectory = templatesDirectory
         self.metrics = metrics
+        self.oidcKeyRefresh = oidcKeyRefresh
     }
 }
 
@@ -54,10 +57,13 @@ public enum Site {
         let pages = try PageRenderer(templatesDirectory: overrides.templatesDirectory ?? configuration.resources.templatesDirectory,
                                            siteName: configuration.siteName)
         let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
-                                            metrics: overrides.metrics ?? SIWAMetrics(), now: now)
+                                            metrics: overrides.metrics ?? SIWAMetrics(), now: now,
+                                            oidcKeyRefresh: overrides.oidcKeyRefresh ?? OIDCKeyRing.defaultRefreshInterval)
         // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
         try await dependencies.resealLegacyTokens(logger: logger)
         return dependencies
+        // The OpenID provider signs with the database's keys; OIDC_SIGNING_KEY_PATH's joins them when new.
+        try await dependencies.adoptConfiguredOIDCKey(logger: logger)
     }
 
     /// The libcurl client for Apple: `APPLE_TIMEOUT` on every call, and connections enough for the load.

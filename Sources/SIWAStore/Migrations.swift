@@ -176,6 +176,9 @@ package let migrations: [Migration] = [
         "ALTER TABLE revocation_outbox ADD COLUMN locked_by TEXT NULL",
         "ALTER TABLE users ADD COLUMN consent_claimed_by TEXT NULL",
     ]),
+    // The OpenID provider's signing keys in the database, so that a rotation reaches every instance
+    // without a restart (SIWADatabase+OIDCSigningKeys.swift).
+    oidcSigningKeysMigration,
 ]
 
 extension SIWADatabase {

@@ -151,8 +151,9 @@ public struct SessionRecord: Sendable, Equatable {
     }
 }
 
-/// Where a sealed Apple refresh token is stored. The caller binds this place into the ciphertext (as AES-GCM
-/// associated data), so a ciphertext copied into another place does not open.
+/// Where a sealed secret is stored: an Apple refresh token, or the private half of an OpenID signing key.
+/// The caller binds this place into the ciphertext (as AES-GCM associated data), so a ciphertext copied into
+/// another place does not open.
 public enum SealedTokenPlace: Sendable, Hashable {
     /// An `apple_tokens` row: one per person and client id.
     case account(userID: String, clientID: String)
@@ -160,6 +161,16 @@ public enum SealedTokenPlace: Sendable, Hashable {
     case pendingProfile(tokenHash: String)
     /// A `revocation_outbox` item (the account is gone).
     case revocation(id: String)
+    /// An `oidc_signing_keys` row: the provider's RSA private key (PKCS#8 PEM).
+    case oidcSigningKey(kid: String)
+}
+
+/// The tables holding sealed secrets (TOKEN_ENCRYPTION_KEY), which `siwa admin reseal` walks.
+public enum SealedTokenTable: String, Sendable, CaseIterable {
+    case appleTokens = "apple_tokens"
+    case pendingProfiles = "pending_profiles"
+    case revocationOutbox = "revocation_outbox"
+    case oidcSigningKeys = "oidc_signing_keys"
 }
 
 /// A stored ciphertext and where it is stored (the start-up re-seal reads and rewrites these).

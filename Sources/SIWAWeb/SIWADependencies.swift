@@ -30,13 +30,17 @@ public struct SIWADependencies: Sendable {
     /// This process among the instances sharing the database: the holder of its job leases.
     public let instanceID = SecureRandom.token(byteCount: 12)
     let revocationSignal: RevocationSignal
+    /// The OpenID provider's signing keys, shared through the database (nil when the provider is off).
+    public let oidcKeys: OIDCKeyRing?
 
     /// The key cache and the verifiers are built over `apple` (which the composition root builds with
     /// its HTTP client and this `now` for its client secrets). The caller owns `database`.
+    /// `oidcKeyRefresh`: seconds a read of the OpenID signing keys serves (tests shorten it).
     public init(
         configuration: SIWAConfiguration, database: SIWADatabase, apple: AppleAPIClient, pages: PageRenderer,
         metrics: SIWAMetrics = SIWAMetrics(),
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        oidcKeyRefresh: Int64 = OIDCKeyRing.defaultRefreshInterval
     ) {
         let keys = apple.keyCache(now: now)
         self.configuration = configuration
@@ -48,14 +52,21 @@ public struct SIWADependencies: Sendable {
         self.pages = pages
         self.metrics = metrics
         self.now = now
-        self.cipher = TokenCipher(key: configuration.tokenEncryptionKey)
-        self.csrf = CSRFTokens(secret: configuration.tokenEncryptionKey)
+        let cipher = TokenCipher(key: configuration.tokenEncryptionKey, previousKey: configuration.tokenEncryptionKeyPrevious)
+        self.cipher = cipher
+        self.csrf = CSRFTokens(secret: configuration.tokenEncryptionKey, previous: configuration.tokenEncryptionKeyPrevious)
         self.revocationSignal = RevocationSignal()
         self.cookies = Cookies(https: configuration.isHTTPS, sessionDomain: configuration.sessionCookieDomain)
         self.rateLimit = RateLimitMiddleware(
             limiter: configuration.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.rateLimitPerMinute, now: now) : nil,
             metrics: metrics)
         self.signInCap = SignInCap(configuration: configuration, now: now)
+        var keyLogger = Logger(label: "siwa")
+        keyLogger.logLevel = configuration.logLevel
+        self.oidcKeys = configuration.oidc.map {
+            OIDCKeyRing(configured: $0.signingKeys, database: database, cipher: cipher, refreshInterval: oidcKeyRefresh,
+                        logger: keyLogger, now: now)
+        }
     }
 
     /// Client ids whose tokens this service accepts in notifications: the web Services ID and the app bundles.

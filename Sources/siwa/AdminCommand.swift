@@ -6,13 +6,13 @@ import SIWASite
 struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
-        abstract: "People, sessions, the revocation outbox, OIDC clients and backups (docs/admin.md).",
+        abstract: "People, sessions, the revocation outbox, OIDC clients and keys, re-sealing and backups (docs/admin.md).",
         discussion: """
             Uses the same settings as `siwa serve` (DATABASE_URL, the keys), given to any admin command as flags or \
             in the environment; each action writes an audit line to the log.
 
             """ + "\n" + SettingFlags.helpText,
-        subcommands: [People.self, Sessions.self, Outbox.self, OIDC.self, Backup.self]
+        subcommands: [People.self, Sessions.self, Outbox.self, OIDC.self, Reseal.self, Backup.self]
     )
 
     /// What every action takes: `--json` and the settings.
@@ -159,7 +159,9 @@ struct AdminCommand: AsyncParsableCommand {
     }
 
     struct OIDC: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "oidc", abstract: "The OpenID provider.", subcommands: [Clients.self])
+        static let configuration = CommandConfiguration(
+            commandName: "oidc", abstract: "The OpenID provider: its clients and signing keys.",
+            subcommands: [Clients.self, Keys.self, RotateKey.self])
 
         struct Clients: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Lists the configured OIDC clients (without secrets).")
@@ -169,6 +171,62 @@ struct AdminCommand: AsyncParsableCommand {
                 try await common.withAdmin { admin in
                     print(AdminOutput.oidcClients(admin.oidcClients(), json: common.json))
                 }
+            }
+        }
+
+        struct Keys: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Lists the ID-token signing keys: which signs, which are published until when.")
+            @OptionGroup var common: Common
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    print(AdminOutput.oidcKeys(try await admin.oidcKeys(), json: common.json))
+                }
+            }
+        }
+
+        struct RotateKey: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "rotate-key",
+                abstract: "A new ID-token signing key for every instance, without a restart (docs/operating.md, \"Rotating keys\").",
+                discussion: """
+                    The new key is published at once and signs from --signs-in seconds later on every instance, so that \
+                    relying parties caching the JWKS (up to 5 minutes) know it first. The keys it replaces stay \
+                    published until the ID tokens they signed have expired (an hour), then drop out.
+                    """)
+            @Option(help: "Seconds until the new key signs (0: within seconds, on every instance)") var signsIn: Int64 = 600
+            @Flag(help: "The old key leaked: sign with the new key at once and take every other key out of the JWKS now (ID tokens they signed stop verifying)")
+            var withdrawPrevious = false
+            @OptionGroup var common: Common
+
+            func validate() throws {
+                guard signsIn >= 0, signsIn <= 86_400 else { throw ValidationError("--signs-in must be 0 to 86400 seconds") }
+            }
+
+            func run() async throws {
+                try await common.withAdmin { admin in
+                    let rotation = try await admin.rotateOIDCKey(signsIn: signsIn, withdrawOthers: withdrawPrevious)
+                    print(AdminOutput.rotated(rotation, json: common.json))
+                }
+            }
+        }
+    }
+
+    struct Reseal: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Seals again with TOKEN_ENCRYPTION_KEY what TOKEN_ENCRYPTION_KEY_PREVIOUS sealed; safe while instances serve.",
+            discussion: """
+                Prints how many stored secrets were re-sealed, were already current, open with neither key, or were \
+                rewritten meanwhile. Exits with status 1 when some open with neither key.
+                """)
+        @OptionGroup var common: Common
+
+        func run() async throws {
+            try await common.withAdmin { admin in
+                let report = try await admin.reseal()
+                print(AdminOutput.resealed(report, previousKeySet: admin.hasPreviousTokenKey, json: common.json))
+                if report.unreadable > 0 { throw ExitCode(1) }
             }
         }
     }

@@ -1,6 +1,17 @@
 import Foundation
 import JOSE
 
+/// One of a team's Sign in with Apple keys: its id (a client secret's header `kid`) and public half.
+public struct EmulatorClientKey: Sendable {
+    public var keyID: String
+    public var publicKey: P256PublicKey
+
+    public init(keyID: String, publicKey: P256PublicKey) {
+        self.keyID = keyID
+        self.publicKey = publicKey
+    }
+}
+
 /// A client registered with the emulator: a Services ID (web) or an app's bundle id (native),
 /// together with the operator's key that signs its client secrets.
 public struct EmulatorClient: Sendable {
@@ -16,6 +27,9 @@ public struct EmulatorClient: Sendable {
     public var redirectURIs: [String]
     /// Where server-to-server notifications are POSTed; `nil` sends none.
     public var notificationURL: String?
+    /// The team's other keys, accepted as well: Apple lets a team hold more than one key, so an operator
+    /// makes the new one before revoking the old, and client secrets signed with either work meanwhile.
+    public var otherKeys: [EmulatorClientKey]
 
     public init(
         clientID: String,
@@ -23,7 +37,8 @@ public struct EmulatorClient: Sendable {
         keyID: String,
         publicKey: P256PublicKey,
         redirectURIs: [String] = [],
-        notificationURL: String? = nil
+        notificationURL: String? = nil,
+        otherKeys: [EmulatorClientKey] = []
     ) {
         self.clientID = clientID
         self.teamID = teamID
@@ -31,7 +46,11 @@ public struct EmulatorClient: Sendable {
         self.publicKey = publicKey
         self.redirectURIs = redirectURIs
         self.notificationURL = notificationURL
+        self.otherKeys = otherKeys
     }
+
+    /// Every key whose client secrets are accepted, the main one first.
+    public var keys: [EmulatorClientKey] { [EmulatorClientKey(keyID: keyID, publicKey: publicKey)] + otherKeys }
 }
 
 /// Everything the emulator needs to start.

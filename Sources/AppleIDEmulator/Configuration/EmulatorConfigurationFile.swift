@@ -19,7 +19,9 @@ import JOSE
 /// }
 /// ```
 /// `public_key_path` is relative to the file's folder and may be a P-256 public key PEM or the .p8
-/// itself; `public_key` holds the PEM inline instead.
+/// itself; `public_key` holds the PEM inline instead. A team replacing its key lists the other one too:
+/// `"other_keys": [{"key_id": "KEY7654321", "public_key_path": "keys/team-a-new.pem"}]` (client secrets
+/// signed with any of them are accepted, as Apple does while a team holds two keys).
 public enum EmulatorConfigurationFile {
     struct File: Decodable {
         var teams: [Team]
@@ -39,13 +41,22 @@ public enum EmulatorConfigurationFile {
         var keyID: String
         var publicKeyPath: String?
         var publicKey: String?
+        var otherKeys: [Key]?
         var servicesIDs: [ServicesID]?
         var bundleIDs: [BundleID]?
 
         enum CodingKeys: String, CodingKey {
             case teamID = "team_id", keyID = "key_id", publicKeyPath = "public_key_path", publicKey = "public_key"
-            case servicesIDs = "services_ids", bundleIDs = "bundle_ids"
+            case otherKeys = "other_keys", servicesIDs = "services_ids", bundleIDs = "bundle_ids"
         }
+    }
+
+    struct Key: Decodable {
+        var keyID: String
+        var publicKeyPath: String?
+        var publicKey: String?
+
+        enum CodingKeys: String, CodingKey { case keyID = "key_id", publicKeyPath = "public_key_path", publicKey = "public_key" }
     }
 
     struct ServicesID: Decodable {
@@ -99,21 +110,18 @@ public enum EmulatorConfigurationFile {
             guard isAppleIdentifier(team.keyID) else {
                 throw EmulatorConfigurationError("\(where_): key_id must be 10 characters, A–Z and 0–9")
             }
-            let pem: String
-            switch (team.publicKeyPath, team.publicKey) {
-            case (let relative?, nil):
-                let keyPath = relative.hasPrefix("/") ? relative : folder.appendingPathComponent(relative).path
-                guard let text = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
-                    throw EmulatorConfigurationError("\(where_): cannot read public_key_path \(keyPath)")
+            let key = try teamKey(path: team.publicKeyPath, inline: team.publicKey, folder: folder, where: where_)
+            var otherKeys: [EmulatorClientKey] = []
+            for other in team.otherKeys ?? [] {
+                let whereKey = "\(where_): other key \(other.keyID)"
+                guard isAppleIdentifier(other.keyID) else {
+                    throw EmulatorConfigurationError("\(whereKey): key_id must be 10 characters, A–Z and 0–9")
                 }
-                pem = text
-            case (nil, let inline?):
-                pem = inline
-            default:
-                throw EmulatorConfigurationError("\(where_): give exactly one of public_key_path and public_key")
-            }
-            guard let key = publicKey(pem: pem) else {
-                throw EmulatorConfigurationError("\(where_): the key is neither a P-256 public key PEM nor a .p8 private key")
+                guard other.keyID != team.keyID, !otherKeys.contains(where: { $0.keyID == other.keyID }) else {
+                    throw EmulatorConfigurationError("\(whereKey): listed twice")
+                }
+                otherKeys.append(EmulatorClientKey(
+                    keyID: other.keyID, publicKey: try teamKey(path: other.publicKeyPath, inline: other.publicKey, folder: folder, where: whereKey)))
             }
             let servicesIDs = team.servicesIDs ?? []
             let bundleIDs = team.bundleIDs ?? []
@@ -126,12 +134,12 @@ public enum EmulatorConfigurationFile {
                 }
                 clients.append(EmulatorClient(
                     clientID: service.clientID, teamID: team.teamID, keyID: team.keyID, publicKey: key,
-                    redirectURIs: service.redirectURIs, notificationURL: service.notificationURL))
+                    redirectURIs: service.redirectURIs, notificationURL: service.notificationURL, otherKeys: otherKeys))
             }
             for bundle in bundleIDs {
                 clients.append(EmulatorClient(
                     clientID: bundle.clientID, teamID: team.teamID, keyID: team.keyID, publicKey: key,
-                    redirectURIs: [], notificationURL: bundle.notificationURL))
+                    redirectURIs: [], notificationURL: bundle.notificationURL, otherKeys: otherKeys))
             }
         }
 
@@ -155,6 +163,27 @@ public enum EmulatorConfigurationFile {
             throw EmulatorConfigurationError("--config \(path): \(error.description)")
         }
         return configuration
+    }
+
+    /// A team key from `public_key_path` (relative to `folder`) or `public_key`, exactly one of them.
+    static func teamKey(path: String?, inline: String?, folder: URL, where place: String) throws(EmulatorConfigurationError) -> P256PublicKey {
+        let pem: String
+        switch (path, inline) {
+        case (let relative?, nil):
+            let keyPath = relative.hasPrefix("/") ? relative : folder.appendingPathComponent(relative).path
+            guard let text = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
+                throw EmulatorConfigurationError("\(place): cannot read public_key_path \(keyPath)")
+            }
+            pem = text
+        case (nil, let inline?):
+            pem = inline
+        default:
+            throw EmulatorConfigurationError("\(place): give exactly one of public_key_path and public_key")
+        }
+        guard let key = publicKey(pem: pem) else {
+            throw EmulatorConfigurationError("\(place): the key is neither a P-256 public key PEM nor a .p8 private key")
+        }
+        return key
     }
 
     /// A P-256 public key from a public key PEM or from the .p8 private key itself.

@@ -79,7 +79,7 @@ struct DashboardController: Sendable {
             ["kid": .text(kid), "current": .flag(index == 0)]
         }
         let clients: [TemplateView] = state.configuration.clients.map {
-            ["clientID": .text($0.clientID), "teamID": .text($0.teamID), "keyID": .text($0.keyID),
+            ["clientID": .text($0.clientID), "teamID": .text($0.teamID), "keyID": .text($0.keys.map(\.keyID).joined(separator: ", ")),
              "redirects": .text($0.redirectURIs.joined(separator: ", ")), "notificationURL": .text($0.notificationURL ?? "—")]
         }
         return [

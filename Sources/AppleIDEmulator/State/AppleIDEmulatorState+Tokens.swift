@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 
 /// `POST /auth/token`: the client's secret, then the authorization-code, refresh-token and
 /// client-credentials grants.
@@ -38,7 +39,9 @@ extension AppleIDEmulatorState {
             default:
                 throw AppleOAuthError("unsupported_grant_type")
             }
-            log(.token, clientID: client.clientID, personID: result.personID, summary: "grant_type=\(grantType)", outcome: "ok", status: 200)
+            // Which of the team's keys signed the secret, when the team holds more than one (a key being replaced).
+            let keyNote = client.otherKeys.isEmpty ? "" : " key_id=\((try? CompactJWS(compact: form["client_secret"] ?? ""))?.header.kid ?? "")"
+            log(.token, clientID: client.clientID, personID: result.personID, summary: "grant_type=\(grantType)\(keyNote)", outcome: "ok", status: 200)
             return (result.response, result.idToken)
         } catch {
             log(.token, clientID: form["client_id"], summary: "grant_type=\(grantType)", outcome: error.description, status: error.status)

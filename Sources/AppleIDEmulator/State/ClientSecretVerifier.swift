@@ -21,8 +21,11 @@ enum ClientSecretVerifier {
         let jws: CompactJWS
         do { jws = try CompactJWS(compact: secret) } catch { throw .invalidClient("client_secret is not a JWS") }
         guard jws.header.alg == "ES256" else { throw .invalidClient("client_secret must be signed ES256") }
-        guard jws.header.kid == client.keyID else { throw .invalidClient("client_secret kid does not match the key") }
-        guard jws.isValidES256(for: client.publicKey) else { throw .invalidClient("client_secret signature is invalid") }
+        // Any of the team's keys (a team may hold more than one while it replaces one).
+        guard let key = client.keys.first(where: { $0.keyID == jws.header.kid }) else {
+            throw .invalidClient("client_secret kid does not match the key")
+        }
+        guard jws.isValidES256(for: key.publicKey) else { throw .invalidClient("client_secret signature is invalid") }
         guard let claims = try? jws.decodePayload(as: ClientSecretClaims.self) else {
             throw .invalidClient("client_secret claims are not JSON")
         }

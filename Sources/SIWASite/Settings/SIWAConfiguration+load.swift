@@ -80,6 +80,10 @@ extension SIWAConfiguration {
             redirectURI: redirectURI, appleBaseURL: appleBaseURL, nativeClientIDs: nativeClientIDs, publicURL: publicURL,
             databaseURL: databaseURL, host: host, port: port, tokenEncryptionKey: tokenKey, emulatorPort: emulatorPort,
             dataDirectory: dataDirectory, siteName: siteName, resources: resources)
+        configuration.tokenEncryptionKeyPrevious = try sources.value(S.tokenEncryptionKeyPrevious)
+        if configuration.tokenEncryptionKeyPrevious == tokenKey {
+            configuration.warnings.append("TOKEN_ENCRYPTION_KEY_PREVIOUS is TOKEN_ENCRYPTION_KEY itself: nothing to move; unset it")
+        }
         configuration.appleTimeout = try sources.defaulted(S.appleTimeout)
         configuration.revocationInterval = try sources.defaulted(S.revocationInterval)
         configuration.revocationLease = try outlastingAppleCalls(S.revocationLease, sources, appleTimeout: configuration.appleTimeout)

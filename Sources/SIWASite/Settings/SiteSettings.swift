@@ -58,6 +58,12 @@ public enum SiteSettings {
         meaning: "base64 of 32 bytes: AES-256-GCM key for Apple tokens at rest",
         defaultText: "generated into `data/` in demo mode; required otherwise", secret: true,
         parse: Parse.tokenKey, summary: { _ in "set (32 bytes)" })
+    static let tokenEncryptionKeyPrevious = Setting<AESGCMKey>(
+        "TOKEN_ENCRYPTION_KEY_PREVIOUS", flag: "token-encryption-key-previous",
+        meaning: "a second key (base64 of 32 bytes) that is only read, never sealed with: the one `TOKEN_ENCRYPTION_KEY` replaced, until `siwa admin reseal` has moved what it sealed (\"Rotating keys\" below)",
+        defaultText: "unset", secret: true,
+        parse: Parse.tokenKey,
+        summary: { $0.tokenEncryptionKeyPrevious == nil ? "(none)" : "set (32 bytes): read only, until `siwa admin reseal`" })
     static let appleTimeout = Setting<Duration>(
         "APPLE_TIMEOUT", flag: "apple-timeout", meaning: "seconds before any call to Apple gives up",
         default: .seconds(10), defaultText: "`10`",
@@ -106,6 +112,8 @@ public enum SiteSettings {
         default: SIWADatabase.defaultPostgresPoolSize, defaultText: "4 per core, at least 16",
         parse: Parse.wholeNumber(in: 1...10_000, "must be a number of connections from 1 to 10000"),
         summary: { $0.databaseURL.isPostgres ? String($0.postgresMaxConnections) : nil })
+        meaning: "sessions `/oauth2/auth` keeps in memory, each for at most a second (a sign-out or deletion empties it at once, on PostgreSQL on every instance); `0` = off",
+        parse: Parse.wholeNumber(in: 0...10_000_000, "must be a number of sessions from 0 to 10000000"),
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
@@ -215,7 +223,7 @@ public enum SiteSettings {
         summary: { $0.oidc.map { "\($0.clients.clients.count) client(s) from \($0.clientsSource)" } ?? "(none: OpenID provider off)" })
     static let oidcSigningKeyPath = Setting<String>(
         "OIDC_SIGNING_KEY_PATH", flag: "oidc-signing-key-path",
-        meaning: "RSA private key (PEM, ≥ 2048 bits) signing ID tokens; `PATH.previous`, when present, is published too",
+        meaning: "RSA private key (PEM, ≥ 2048 bits) signing ID tokens, stored in the database at the first start (or when replaced); `siwa admin oidc rotate-key` replaces it without a restart; `PATH.previous`, when present, is published too",
         defaultText: "required with `OIDC_CLIENTS_FILE`; demo mode: generated into `data/oidc-signing-key.pem`",
         parse: Parse.text,
         summary: { configuration in
@@ -225,9 +233,8 @@ public enum SiteSettings {
     /// Every setting, in README's order.
     public static let all: [SettingRow] = [
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
-        nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, appleTimeout.row,
+        nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, tokenEncryptionKeyPrevious.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
         trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,

@@ -62,6 +62,9 @@ public struct SIWAConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var tokenEncryptionKey: AESGCMKey
+    /// `TOKEN_ENCRYPTION_KEY_PREVIOUS`: the key `tokenEncryptionKey` replaced. What it sealed is still read;
+    /// nothing is sealed with it; `siwa admin reseal` seals it again with the current key.
+    public var tokenEncryptionKeyPrevious: AESGCMKey?
     /// How long any call to Apple may take.
     public var appleTimeout: Duration = .seconds(10)
     /// `REVOCATION_INTERVAL_SECONDS`: how often the revocation worker looks for due revocations when no

@@ -74,7 +74,14 @@ struct OIDCProviderController: Sendable {
     }
 
     func jwks(_ request: Request, context: AppRequestContext) async throws -> Response {
-        Self.publicJSON(provider.signingKeys.jwks)
+        Self.publicJSON(try await signingKeys().jwks(at: dependencies.now()))
+    }
+
+    /// The signing keys as the database has them (read again every few seconds: a rotation reaches every
+    /// instance without a restart); the configured key alone when the ring is missing.
+    private func signingKeys() async throws -> OIDCKeySet {
+        guard let ring = dependencies.oidcKeys else { return OIDCKeySet(keys: [], configured: provider.signingKeys) }
+        return try await ring.keySet()
     }
 
     /// Public documents: cacheable for a few minutes, readable by browser-based clients.
@@ -207,6 +214,8 @@ struct OIDCProviderController: Sendable {
         // Ours are 43 base64url characters; anything else is not worth a database round trip.
         guard BearerSecret.isWellFormed(tokenRequest.code) else { throw OIDCError.invalidGrant("the code is unknown") }
 
+        // The keys before the code is spent: a database that cannot give them must not cost the client its code.
+        let keys = try await signingKeys()
         let now = dependencies.now()
         let accessToken = BearerSecret.generate()
         let accessTokenHash = BearerSecret.hash(accessToken)
@@ -227,8 +236,8 @@ struct OIDCProviderController: Sendable {
         case .issued(let code, let account):
             let claims = OIDCClaims.idToken(account, code: code, issuer: provider.issuer, accessToken: accessToken,
                                             now: now, lifetime: Self.idTokenLifetime)
-            let keys = provider.signingKeys
-            let idToken = try CompactJWS.signRS256(payload: claims, key: keys.currentPrivateKey, kid: keys.current.kid, typ: "JWT")
+            let signer = keys.signer(at: now)
+            let idToken = try CompactJWS.signRS256(payload: claims, key: signer.key, kid: signer.kid, typ: "JWT")
             context.logger.info("OIDC tokens issued", metadata: ["client": .string(code.clientID), "user": .string(account.id)])
             var response = Response.json(TokenAnswer(access_token: accessToken, expires_in: Self.accessTokenLifetime,
                                                      id_token: idToken, scope: code.scope))

@@ -1,11 +1,12 @@
 import Foundation
 import JOSE
 
-/// siwa's own RSA key for ID tokens, and the key it replaced. Both are published in the JWKS, so ID tokens
-/// signed just before a rotation still verify (SPEC §11).
+/// The RSA key at `OIDC_SIGNING_KEY_PATH` and, when present, the one at `PATH.previous` (published only), as
+/// configured (SPEC §11).
 ///
-/// Rotation: move `OIDC_SIGNING_KEY_PATH` to the same path plus `.previous`, write a new key at the path
-/// (`openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out PATH`), restart.
+/// The keys that sign are the database's (``OIDCKeyRing``): this key is stored there at the first start, and
+/// `siwa admin oidc rotate-key` adds new ones for every instance without a restart. Replacing the file (and
+/// restarting) still rotates: a key the database does not know is stored at start-up and signs from then on.
 public struct OIDCSigningKeys: Sendable {
     public struct Key: Sendable {
         public let kid: String

@@ -5,7 +5,8 @@ import SIWAStore
 public struct ResealReport: Sendable, Equatable {
     /// Ciphertexts of the old form now sealed for their place.
     public var resealed = 0
-    /// Old ciphertexts that did not open with TOKEN_ENCRYPTION_KEY: left as they were (they never opened).
+    /// Old ciphertexts that opened neither with TOKEN_ENCRYPTION_KEY nor with TOKEN_ENCRYPTION_KEY_PREVIOUS:
+    /// left as they were (they never opened).
     public var undecryptable = 0
     /// Rows a sign-in (or another instance) changed meanwhile: already of the new form, left alone.
     public var changedMeanwhile = 0
@@ -43,6 +44,63 @@ extension SIWADependencies {
                 "resealed": .stringConvertible(report.resealed), "undecryptable": .stringConvertible(report.undecryptable),
                 "changedMeanwhile": .stringConvertible(report.changedMeanwhile),
             ])
+        }
+        return report
+    }
+}
+
+/// What `siwa admin reseal` did: every stored sealed secret, counted once.
+public struct KeyChangeReport: Sendable, Equatable {
+    /// Opened only with TOKEN_ENCRYPTION_KEY_PREVIOUS, now sealed with TOKEN_ENCRYPTION_KEY.
+    public var resealed = 0
+    /// Already sealed with TOKEN_ENCRYPTION_KEY.
+    public var alreadyCurrent = 0
+    /// Opened with neither key: left as they were (they were unreadable before too).
+    public var unreadable = 0
+    /// Rewritten between the read and the write (a sign-in, a deletion): left as the writer left them.
+    public var changedMeanwhile = 0
+
+    public init(resealed: Int = 0, alreadyCurrent: Int = 0, unreadable: Int = 0, changedMeanwhile: Int = 0) {
+        self.resealed = resealed
+        self.alreadyCurrent = alreadyCurrent
+        self.unreadable = unreadable
+        self.changedMeanwhile = changedMeanwhile
+    }
+}
+
+extension SIWADependencies {
+    /// Finishes a change of TOKEN_ENCRYPTION_KEY: every stored sealed secret (Apple refresh tokens of accounts,
+    /// of pending profiles and of outbox items; the OpenID provider's private keys) that opens only with
+    /// TOKEN_ENCRYPTION_KEY_PREVIOUS is sealed again with TOKEN_ENCRYPTION_KEY, for the same place.
+    ///
+    /// Safe while instances serve: each table is read a page at a time, and each row is replaced by
+    /// compare-and-set on the ciphertext read, so a row a sign-in rewrote meanwhile (with the current key,
+    /// once every instance has it) is never overwritten; it is counted as changed meanwhile. Running it again
+    /// is harmless: what it moved is then already current.
+    public func resealStoredSecrets(pageSize: Int = 500) async throws -> KeyChangeReport {
+        var report = KeyChangeReport()
+        for table in SealedTokenTable.allCases {
+            var cursor: SealedTokenPlace?
+            while true {
+                let page = try await database.sealedTokens(in: table, after: cursor, limit: pageSize)
+                for token in page {
+                    switch try? cipher.openTelling(token.ciphertext, from: token.place) {
+                    case .current?:
+                        report.alreadyCurrent += 1
+                    case .previous(let plaintext)?:
+                        let sealed = try cipher.seal(plaintext, for: token.place)
+                        if try await database.replaceSealedToken(token, with: sealed) {
+                            report.resealed += 1
+                        } else {
+                            report.changedMeanwhile += 1
+                        }
+                    case nil:
+                        report.unreadable += 1
+                    }
+                }
+                guard page.count == pageSize, let last = page.last else { break }
+                cursor = last.place
+            }
         }
         return report
     }
