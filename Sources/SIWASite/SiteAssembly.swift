@@ -61,9 +61,9 @@ public enum Site {
                                             oidcKeyRefresh: overrides.oidcKeyRefresh ?? OIDCKeyRing.defaultRefreshInterval)
         // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
         try await dependencies.resealLegacyTokens(logger: logger)
-        return dependencies
         // The OpenID provider signs with the database's keys; OIDC_SIGNING_KEY_PATH's joins them when new.
         try await dependencies.adoptConfiguredOIDCKey(logger: logger)
+        return dependencies
     }
 
     /// The libcurl client for Apple: `APPLE_TIMEOUT` on every call, and connections enough for the load.

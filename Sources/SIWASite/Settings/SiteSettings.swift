@@ -112,8 +112,6 @@ public enum SiteSettings {
         default: SIWADatabase.defaultPostgresPoolSize, defaultText: "4 per core, at least 16",
         parse: Parse.wholeNumber(in: 1...10_000, "must be a number of connections from 1 to 10000"),
         summary: { $0.databaseURL.isPostgres ? String($0.postgresMaxConnections) : nil })
-        meaning: "sessions `/oauth2/auth` keeps in memory, each for at most a second (a sign-out or deletion empties it at once, on PostgreSQL on every instance); `0` = off",
-        parse: Parse.wholeNumber(in: 0...10_000_000, "must be a number of sessions from 0 to 10000000"),
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
@@ -235,6 +233,7 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, tokenEncryptionKeyPrevious.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
+        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
         trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,
