@@ -174,7 +174,8 @@ extension SIWADatabase {
     /// tokens, and OpenID codes not yet exchanged. Consumed codes stay (until swept) so that a replay is still
     /// recognised. The account and its Apple tokens stay. Nil when there is no such account.
     public func signOutEverywhere(userID: String) async throws -> SignedOutEverywhere? {
-        try await transaction { sql -> SignedOutEverywhere? in
+        defer { sessionsEnded() }
+        return try await transaction { [sessionChannel] sql -> SignedOutEverywhere? in
             guard try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else { return nil }
             var ended = SignedOutEverywhere()
             for row in try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING kind").all() {
@@ -190,6 +191,7 @@ extension SIWADatabase {
             ended.oidcCodes = try await sql.raw(
                 "DELETE FROM oidc_codes WHERE user_id = \(bind: userID) AND consumed_at IS NULL RETURNING code_hash"
             ).all().count
+            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
             return ended
         }
     }

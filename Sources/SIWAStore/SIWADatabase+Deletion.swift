@@ -13,12 +13,14 @@ extension SIWADatabase {
     /// even an outbox row).
     public func deleteAccount(userID: String, revocations: RevocationForToken?) async throws -> Bool {
         let lock = dialect.forUpdate
-        return try await transaction { sql in
+        defer { sessionsEnded() }
+        return try await transaction { [sessionChannel] sql in
             guard let user = try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.userList) FROM users WHERE id = \(bind: userID)\(unsafeRaw: lock)
                 """).first()?.userAccount()
             else { return false }
             try await Self.deleteEverything(sql, of: user, revocations: revocations)
+            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
             return true
         }
     }
@@ -26,9 +28,11 @@ extension SIWADatabase {
     /// ``deleteAccount(userID:revocations:)`` by Apple `sub` (Apple's `account-delete` notification).
     public func deleteAccount(sub: String, revocations: RevocationForToken?) async throws -> Bool {
         let lock = dialect.forUpdate
-        return try await transaction { sql in
+        defer { sessionsEnded() }
+        return try await transaction { [sessionChannel] sql in
             guard let user = try await Self.findUser(sql, sub: sub, lock: lock) else { return false }
             try await Self.deleteEverything(sql, of: user, revocations: revocations)
+            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
             return true
         }
     }

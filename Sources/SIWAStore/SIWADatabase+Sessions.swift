@@ -30,18 +30,49 @@ extension SIWADatabase {
         return (found.session, found.user)
     }
 
+    /// The gateway's read (`/oauth2/auth`, `/oauth2/userinfo`): like `session(tokenHash:now:touch: false)`,
+    /// answered from the in-process ``SessionCache`` when it read the same session less than a second ago
+    /// and nothing since ended sessions (see there for what keeps it honest).
+    public func gatewaySession(tokenHash: String, now: Int64) async throws -> (SessionRecord, UserAccount)? {
+        switch sessionCache.lookup(tokenHash, now: now) {
+        case .hit(let session, let user):
+            return (session, user)
+        case .miss(let generation):
+            guard let (session, user) = try await self.session(tokenHash: tokenHash, now: now, touch: false) else { return nil }
+            if let generation { sessionCache.store(tokenHash, session: session, user: user, generation: generation) }
+            return (session, user)
+        }
+    }
+
     /// Ends one session (sign-out). No error when it does not exist.
     public func deleteSession(tokenHash: String) async throws {
-        try await write { sql in
+        defer { sessionsEnded() }
+        try await write { [sessionChannel] sql in
             try await sql.raw("DELETE FROM sessions WHERE token_hash = \(bind: tokenHash)").run()
+            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
         }
     }
 
     /// Ends every session of an account; returns how many there were.
     public func deleteSessions(userID: String) async throws -> Int {
-        try await write { sql in
-            try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING token_hash").all().count
+        defer { sessionsEnded() }
+        return try await write { [sessionChannel] sql in
+            let count = try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING token_hash").all().count
+            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
+            return count
         }
+    }
+
+    /// Inside a write that ends sessions or deletes an account, on PostgreSQL: tells every instance's
+    /// ``SessionChangeListener`` (NOTIFY, delivered when the write commits). Nothing on SQLite.
+    static func announceSessionsEnded(_ sql: any SQLDatabase, channel: String?) async throws {
+        if let channel { try await SessionChangeListener.announce(sql, channel: channel) }
+    }
+
+    /// After a write that ended sessions (committed or not): this process's gateway cache forgets them
+    /// at once, without waiting for its own notification.
+    func sessionsEnded() {
+        sessionCache.invalidateAll()
     }
 
     static func insertSession(_ sql: any SQLDatabase, _ s: SessionRecord) async throws {

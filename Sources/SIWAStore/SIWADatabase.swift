@@ -18,12 +18,48 @@ public final class SIWADatabase: Sendable {
     private let closed = Mutex(false)
     /// SQLite only: one writer at a time from this process (see ``WriteGate``).
     private let writeGate: WriteGate?
+    /// The gateway's valid sessions (``gatewaySession(tokenHash:now:)``).
+    let sessionCache: SessionCache
+    /// PostgreSQL only: the channel writes that end sessions notify, and the task listening on it.
+    let sessionChannel: String?
+    private let sessionListener = Mutex<Task<Void, Never>?>(nil)
 
     private init(backend: Backend, logger: Logger) {
         self.backend = backend
         self.dialect = backend.dialect
         self.logger = logger
         self.writeGate = backend.writeGate
+        switch backend {
+        case .sqlite:
+            // One process serves a SQLite file: every write that ends a session happens here (`siwa admin`'s,
+            // in a process of its own, reach the cache's one-second limit).
+            self.sessionCache = SessionCache(enabled: true)
+            self.sessionChannel = nil
+        case .postgres(_, let schema):
+            self.sessionCache = SessionCache(enabled: false)
+            self.sessionChannel = SessionChangeListener.channel(schema: schema)
+        }
+    }
+
+    /// Starts listening for other instances' session changes (PostgreSQL); the cache answers once it listens.
+    private func startSessionListener(_ configuration: PostgresConnection.Configuration) {
+        guard let sessionChannel else { return }
+        let task = Task { [sessionCache, logger] in
+            await SessionChangeListener.run(configuration: configuration, channel: sessionChannel, cache: sessionCache, logger: logger)
+        }
+        sessionListener.withLock { $0 = task }
+    }
+
+    /// The gateway's session cache, by default: enough for ten thousand people signed in at once (a few MB).
+    public static let defaultGatewaySessionCacheCapacity = SessionCache.defaultCapacity
+
+    /// Whether the gateway's session cache answers: its capacity is not 0, and on PostgreSQL this instance
+    /// listens for the others' changes.
+    public var gatewaySessionCacheIsOn: Bool { sessionCache.isEnabled }
+
+    /// How many sessions the gateway's cache keeps (`GATEWAY_SESSION_CACHE`); 0 turns it off.
+    public func setGatewaySessionCacheCapacity(_ capacity: Int) {
+        sessionCache.setCapacity(capacity)
     }
 
     /// True when the database is PostgreSQL (false for SQLite).
@@ -87,6 +123,7 @@ public final class SIWADatabase: Sendable {
             if let schema = postgresSchema { configuration.searchPath = [schema] }
             let backend = Backend.openPostgres(configuration: configuration, schema: postgresSchema, poolSize: poolSize ?? defaultPostgresPoolSize, logger: logger)
             let db = SIWADatabase(backend: backend, logger: logger)
+            db.startSessionListener(configuration.coreConfiguration)
             if let schema = postgresSchema {
                 do {
                     try await db.withSQL { sql in
@@ -114,6 +151,7 @@ public final class SIWADatabase: Sendable {
     /// the backend alive until its pools are closed.
     deinit {
         guard !closed.withLock({ $0 }) else { return }
+        sessionListener.withLock { $0?.cancel() }
         logger.warning("SIWADatabase deallocated without close(); closing its pool")
         Task { [backend] in try? await backend.shutdown() }
     }
@@ -125,6 +163,10 @@ public final class SIWADatabase: Sendable {
             return value
         }
         if alreadyClosed { return }
+        if let listener = sessionListener.withLock({ $0 }) {
+            listener.cancel()
+            await listener.value
+        }
         try await backend.shutdown()
     }
 

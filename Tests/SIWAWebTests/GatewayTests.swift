@@ -47,6 +47,25 @@ struct GatewayTests {
         }
     }
 
+    @Test("identity header values: control characters become spaces, the same as scalar by scalar, on random strings")
+    func headerValues() {
+        func scalarByScalar(_ value: String) -> String {
+            String(String.UnicodeScalarView(value.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+        }
+        var generator = SystemRandomNumberGenerator()
+        let pool: [Unicode.Scalar] = ["a", "Z", " ", "\u{0}", "\u{9}", "\u{A}", "\u{1F}", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}",
+                                      "\u{A0}", "\u{C0}", "\u{E9}", "\u{100}", "\u{200B}", "\u{FEFF}", "\u{1F600}", "\u{4E2D}"]
+        for _ in 0..<5_000 {
+            let length = Int.random(in: 0...12, using: &generator)
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<length { scalars.append(pool.randomElement(using: &generator)!) }
+            let value = String(scalars)
+            #expect(GatewayController.headerValue(value) == scalarByScalar(value), "\(value.unicodeScalars.map { $0.value })")
+        }
+        #expect(GatewayController.headerValue("Zoë Ünal") == "Zoë Ünal")
+        #expect(GatewayController.headerValue("a\r\nX-Evil: 1") == "a  X-Evil: 1")
+    }
+
     @Test("/oauth2/auth answers the proxy with only what it needs: no browser headers on its 202 and 401")
     func authAnswersCarryNoBrowserHeaders() async throws {
         try await TestApp.run(.sqlite) { app, browser in
@@ -192,6 +211,8 @@ struct GatewayTests {
         try await TestApp.run(backend, settings: ["ALLOWED_REDIRECT_HOSTS": "app2.example.com"]) { app, browser in
             try await app.signIn(browser, sub: "010.g")
             let token = try #require(browser.cookie("__Host-siwa_session"))
+            // the check has just passed (its session cache holds the session): the sign-out still ends it at once
+            #expect(try await browser.get("/oauth2/auth").status == .accepted)
             let response = try await browser.get("/oauth2/sign_out?rd=https%3A%2F%2Fapp2.example.com%2Fbye")
             #expect(response.status == .seeOther && response.location == "https://app2.example.com/bye")
             #expect(response.headers[values: .setCookie].contains { $0.hasPrefix("__Host-siwa_session=;") && $0.contains("Max-Age=0") })
@@ -203,6 +224,7 @@ struct GatewayTests {
             #expect(try await browser.get("/oauth2/sign_out").location == "/")
             // POST /signout with rd (query or form), CSRF still required
             try await app.signIn(browser, sub: "010.g")
+            #expect(try await browser.get("/oauth2/auth").status == .accepted)
             let csrf = try await app.csrf(browser)
             #expect(try await browser.postForm("/signout?rd=%2Fbye", [("csrf", "forged")]).status == .forbidden)
             let posted = try await browser.postForm("/signout", [("csrf", csrf), ("rd", "/bye")])

@@ -97,6 +97,7 @@ extension SIWAConfiguration {
         configuration.logFormat = try sources.defaulted(S.logFormat)
         configuration.eventLoopThreads = try sources.defaulted(S.eventLoopThreads)
         configuration.postgresMaxConnections = try sources.defaulted(S.postgresMaxConnections)
+        configuration.gatewaySessionCache = try sources.defaulted(S.gatewaySessionCache)
         configuration.maximumPendingAuthorizations = try sources.defaulted(S.maximumPendingAuthorizations)
         configuration.maximumPendingAuthorizationsPerClient = try sources.defaulted(S.maximumPendingAuthorizationsPerClient)
         configuration.httpHeadTimeout = try sources.defaulted(S.httpHeadTimeout)

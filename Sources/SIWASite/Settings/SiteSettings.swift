@@ -112,6 +112,12 @@ public enum SiteSettings {
         default: SIWADatabase.defaultPostgresPoolSize, defaultText: "4 per core, at least 16",
         parse: Parse.wholeNumber(in: 1...10_000, "must be a number of connections from 1 to 10000"),
         summary: { $0.databaseURL.isPostgres ? String($0.postgresMaxConnections) : nil })
+    static let gatewaySessionCache = Setting<Int>(
+        "GATEWAY_SESSION_CACHE", flag: "gateway-session-cache",
+        meaning: "sessions `/oauth2/auth` keeps in memory, each for at most a second (a sign-out or deletion empties it at once, on PostgreSQL on every instance); `0` = off",
+        default: SIWADatabase.defaultGatewaySessionCacheCapacity, defaultText: "`10000`",
+        parse: Parse.wholeNumber(in: 0...10_000_000, "must be a number of sessions from 0 to 10000000"),
+        summary: { String($0.gatewaySessionCache) })
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
@@ -233,7 +239,7 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, tokenEncryptionKeyPrevious.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, gatewaySessionCache.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
         trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,

@@ -129,9 +129,12 @@ struct GatewayController: Sendable {
         return response
     }
 
-    /// Names typed by people may hold anything; a header value may not hold control characters.
+    /// Names typed by people may hold anything; a header value may not hold control characters (Unicode's
+    /// `Cc`: U+0000–U+001F, U+007F–U+009F), which become spaces. Most values hold none, and are returned as
+    /// they are after one pass over their UTF-8 (U+0080–U+009F start with the byte 0xC2).
     static func headerValue(_ value: String) -> String {
-        String(String.UnicodeScalarView(value.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+        guard value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return value }
+        return String(String.UnicodeScalarView(value.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
     }
 }
 

@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 
 /// The one middleware in front of every route, doing in order what used to be six layers:
-/// 1. who sent the request (SPEC §9: the client behind any trusted proxy), before anything looks at it;
+/// 1. who sent the request (SPEC §9: the client behind any trusted proxy), resolved when a route asks;
 /// 2. a debug-level log line for the request;
 /// 3. the route (files from `Public/` are routes too: ``PublicFiles``);
 /// 4. any error turned into its page or JSON (``ErrorPages``);
@@ -20,7 +20,7 @@ struct SiteMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.origin = trustedProxies.origin(remoteAddress: context.remoteAddress, headers: request.headers)
+        context.originSource = (trustedProxies, request.headers)
         context.logger.debug("Request", metadata: [
             "hb.request.method": .string(request.method.rawValue), "hb.request.path": .string(LogSafe.text(request.uri.path)),
         ])
