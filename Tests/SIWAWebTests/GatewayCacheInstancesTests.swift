@@ -53,7 +53,7 @@ struct GatewayCacheInstancesTests {
         }
     }
 
-    /// The longest any instance took to refuse both tokens (fails past 1 s).
+    /// The longest any instance took to refuse both tokens (an issue when one still passes after 1 s).
     static func refusedEverywhere(_ instances: [SIWADependencies], _ person: (account: UserAccount, web: String, app: String),
                                   _ what: String) async throws -> Duration {
         let start = ContinuousClock.now
@@ -88,37 +88,32 @@ struct GatewayCacheInstancesTests {
                     #expect(instance.database.gatewaySessionCacheIsOn)
                 }
             }
-            var times: [String: Duration] = [:]
-
             // sign-out of the web session on instance 0 (the app's bearer is ended by instance 1 below)
             let first = try await Self.person(instances[0], sub: "cache.signout")
             try await Self.warm(instances, first)
             try await instances[0].database.deleteSession(tokenHash: BearerSecret.hash(first.web))
             try await instances[1].database.deleteSession(tokenHash: BearerSecret.hash(first.app))
-            times["sign-out"] = try await Self.refusedEverywhere(instances, first, "sign-out")
+            _ = try await Self.refusedEverywhere(instances, first, "sign-out")
 
             // `siwa admin sessions revoke`: every session of the person, from instance 2
             let second = try await Self.person(instances[1], sub: "cache.everywhere")
             try await Self.warm(instances, second)
             _ = try await instances[2].database.signOutEverywhere(userID: second.account.id)
-            times["sign-out everywhere"] = try await Self.refusedEverywhere(instances, second, "sign-out everywhere")
+            _ = try await Self.refusedEverywhere(instances, second, "sign-out everywhere")
 
             // the account page's deletion, on instance 1
             let third = try await Self.person(instances[2], sub: "cache.deleted")
             try await Self.warm(instances, third)
             #expect(try await instances[1].deleteAccount(third.account, revoke: false, logger: TestDatabase.quietLogger))
-            times["deletion"] = try await Self.refusedEverywhere(instances, third, "deletion")
+            _ = try await Self.refusedEverywhere(instances, third, "deletion")
 
             // Apple's consent-revoked, handled by instance 0
             let fourth = try await Self.person(instances[0], sub: "cache.revoked")
             try await Self.warm(instances, fourth)
             #expect(try await instances[0].database.revokeConsent(sub: "cache.revoked"))
-            times["consent-revoked"] = try await Self.refusedEverywhere(instances, fourth, "consent-revoked")
-
-            if backend == .postgres {
-                // NOTIFY reaches every instance well inside the second, which is only the backstop
-                for (what, time) in times { #expect(time < .milliseconds(500), "\(what): \(time)") }
-            }
+            _ = try await Self.refusedEverywhere(instances, fourth, "consent-revoked")
+            // (That NOTIFY, not the second's expiry, empties the other instances' caches on PostgreSQL is
+            // SessionCacheTests.acrossInstances: timed here, it would time the database under load.)
         }
     }
 }
