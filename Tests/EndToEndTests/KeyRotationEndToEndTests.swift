@@ -408,6 +408,11 @@ struct KeyRotationEndToEndTests {
                 #expect(report.resealed + report.alreadyCurrent + report.changedMeanwhile >= oldSealed + newSealed, "\(report)")
                 #expect(!afterReseal.contains(nil), "every stored secret opens with the new key alone")
                 #expect(settled == KeyChangeReport(resealed: 0, alreadyCurrent: afterReseal.count, unreadable: 0, changedMeanwhile: 0))
+                let newKeyCalls = await world.tokenCalls(keyID: RotationWorld.newAppleKeyID)
+                print("key rotation on \(backend): \(tokens.count) sign-ins, none failed; ID tokens: "
+                      + "\(tokens.filter { $0.kid == fileKid }.count) old kid, \(tokens.filter { $0.kid == rotation.kid }.count) new kid; "
+                      + "Apple token calls: \(oldKeyCalls) old key, \(newKeyCalls) new key; census before reseal: \(oldSealed) old key, "
+                      + "\(newSealed) new key; reseal during sign-ins: \(report); again, paused: \(settled)")
                 // the Apple refresh tokens are still good at Apple, read with the new key alone and used with the new .p8
                 let apple = AppleAPIClient(baseURL: after.appleBaseURL, http: world.http, secrets: try after.clientSecretProvider())
                 let newOnly = TokenCipher(key: world.newTokenKey)
