@@ -121,7 +121,7 @@ public enum SiteSettings {
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
-        defaultText: "the working directory, else the source checkout", parse: Parse.text,
+        defaultText: "the working directory, else `../share/siwa` beside the binary (the package's `/usr/share/siwa`), else the source checkout", parse: Parse.text,
         summary: { $0.resources.root })
 
     // MARK: Limits and the proxy in front (SPEC §9)
