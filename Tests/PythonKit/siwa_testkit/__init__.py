@@ -26,8 +26,10 @@ A suite's script then imports what it needs:
 
 Modules: ports (free loopback ports), paths (ROOT, TESTS, siwa_binary), processes (children with
 readiness waits), http (Response, request, Browser), emulator (the Apple ID emulator's admin API),
-report (Report: checks and the closing line), files (temporary directories), pacing (cpu_seconds and
-paced: a server's CPU per request at a steady pace, for scripts/request-floor and scripts/layer-ab).
+report (Report: checks and the closing line), files (temporary directories), pacing (cpu_seconds,
+thread_cpu_seconds and paced: a server's CPU per request at a steady pace, for scripts/request-floor,
+scripts/layer-ab and scripts/gateway-bench), wrk (run_wrk: wrk run once and read), demo (DemoSiwa:
+`siwa serve --demo` with a signed-in session, for the benchmarks of the gateway check).
 """
 from .emulator import Emulator
 from .files import remove_directory, temporary_directory
