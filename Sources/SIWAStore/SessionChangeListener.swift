@@ -44,15 +44,14 @@ struct SessionChangeListener: Sendable {
                                        metadata: ["error": .string(String(describing: error))])
                     }
                 }
+                // Off from the moment it stops listening; it stays off (as it starts) until LISTEN is confirmed again.
                 cache.setEnabled(false)
                 try? await connection.close()
             } catch {
-                cache.setEnabled(false)
                 if !Task.isCancelled {
                     logger.debug("session-change listener cannot connect yet", metadata: ["error": .string(String(describing: error))])
                 }
             }
-            cache.setEnabled(false)
             try? await Task.sleep(for: .seconds(1))
         }
     }

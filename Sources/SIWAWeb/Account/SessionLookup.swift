@@ -55,11 +55,11 @@ extension SIWADependencies {
     }
 
     /// The API session named by `Authorization: Bearer …`, or nil. A web session's cookie value sent as a
-    /// bearer is not one: the kinds never cross.
-    func apiSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
+    /// bearer is not one: the kinds never cross. (The gateway's read-only check is ``gatewayIdentity(for:)``.)
+    func apiSession(for request: Request) async throws -> SignedInSession? {
         guard case .token(let token) = PresentedBearer(request.headers) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == .api else { return nil }
+        guard let (record, account) = try await database.session(tokenHash: hash, now: now()), record.kind == .api else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 
