@@ -31,6 +31,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     static var copiedBodyLimit: Int { 64 * 1024 }
 
     private let responder: Responder
+    /// Asked first about a request without a body (see ``EventLoopResponder``).
+    private let immediate: (any EventLoopResponder)?
     private let logger: Logger
     private let dates: HTTPDateHeader
     private var assembly: RequestAssembly
@@ -38,6 +40,9 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private var context: ChannelHandlerContext?
     /// A `read` held back while a pipelined request waits.
     private var readHeld = false
+    /// Immediate answers under way on this stack (see `dispatch`).
+    private var immediateNesting = 0
+    static var immediateNestingLimit: Int { 16 }
 
     private let limits: ConnectionLimits
     /// What the connection is waiting for, and until when; nil while a request is being answered.
@@ -57,8 +62,10 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         case unreadAnswer
     }
 
-    init(responder: Responder, limits: ConnectionLimits, dates: HTTPDateHeader, logger: Logger) {
+    init(responder: Responder, immediate: (any EventLoopResponder)? = nil, limits: ConnectionLimits, dates: HTTPDateHeader,
+         logger: Logger) {
         self.responder = responder
+        self.immediate = immediate
         self.logger = logger
         self.dates = dates
         self.limits = limits
@@ -222,6 +229,17 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             response.headerFields[.contentLength] = "0"
             _ = assembly.failed()
             send(head: response, body: nil, end: true, trailers: nil)
+            return
+        }
+        // An answer from memory is written here, on the loop: no Task, no hop back. A socket that takes
+        // it at once completes the write inside `send`, which starts the next pipelined request right
+        // there, so pipelined immediate answers nest; past `immediateNestingLimit` the next one goes to
+        // a Task, which unwinds the stack.
+        if let immediate, immediateNesting < Self.immediateNestingLimit, !overLimit, body == nil || body?.readableBytes == 0,
+           let answer = immediate.immediateResponse(to: request) {
+            immediateNesting += 1
+            defer { immediateNesting -= 1 }
+            send(head: answer.head, body: answer.body, end: true, trailers: nil)
             return
         }
         let requestBody = overLimit

@@ -16,6 +16,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     }
 
     let responder: Responder
+    let immediate: (any EventLoopResponder)?
     let limits: ConnectionLimits
     let dates: HTTPDateHeader
     let logger: Logger
@@ -25,7 +26,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             try channel.pipeline.syncOperations.addHandlers(
                 ByteArrivalNotifier(),
                 ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                RequestChannelHandler(responder: responder, limits: limits, dates: dates, logger: self.logger))
+                RequestChannelHandler(responder: responder, immediate: immediate, limits: limits, dates: dates, logger: self.logger))
             return Value(channel: channel)
         }
     }
@@ -49,15 +50,17 @@ extension HTTPServerBuilder {
     ///
     /// - Parameters:
     ///   - responder: what answers each request (`router.buildResponder()`).
+    ///   - immediate: what may answer a request without a body on the event loop first (nil: none).
     ///   - limits: what one connection may make the server hold, and for how long (the body limit, the
     ///     head, body and idle deadlines).
     ///   - logger: the requests' logger (each request adds its `hb.request.id`).
     public static func taskPerRequest<Responder: HTTPResponder>(
-        responder: Responder, limits: ConnectionLimits = ConnectionLimits(), logger: Logger
+        responder: Responder, immediate: (any EventLoopResponder)? = nil, limits: ConnectionLimits = ConnectionLimits(),
+        logger: Logger
     ) -> HTTPServerBuilder where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
         let dates = HTTPDateHeader()
         return HTTPServerBuilder { _ in
-            TaskPerRequestChannel(responder: responder, limits: limits, dates: dates, logger: logger)
+            TaskPerRequestChannel(responder: responder, immediate: immediate, limits: limits, dates: dates, logger: logger)
         }
     }
 }

@@ -44,6 +44,13 @@ extension SIWADatabase {
         }
     }
 
+    /// The session `tokenHash` names if the gateway's cache holds it, valid at `now`; nil when it does not
+    /// (a miss says nothing: ``gatewaySession(tokenHash:now:)`` then reads the database). Never waits.
+    public func cachedGatewaySession(tokenHash: String, now: Int64) -> (SessionRecord, UserAccount)? {
+        guard case .hit(let session, let user) = sessionCache.lookup(tokenHash, now: now) else { return nil }
+        return (session, user)
+    }
+
     /// Ends one session (sign-out). No error when it does not exist.
     public func deleteSession(tokenHash: String) async throws {
         defer { sessionsEnded() }

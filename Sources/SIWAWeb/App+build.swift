@@ -43,7 +43,9 @@ public func buildApplication(
         responder: responder,
         server: configuration.httpServer == .hummingbird
             ? .http1(configuration: .init(idleTimeout: configuration.connectionLimits.idleTimeout))
-            : .taskPerRequest(responder: responder, limits: configuration.connectionLimits, logger: logger),
+            : .taskPerRequest(responder: responder,
+                              immediate: GatewayCheckOnLoop(dependencies: dependencies, logsRequests: logger.logLevel <= .debug),
+                              limits: configuration.connectionLimits, logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         onServerRunning: onServerRunning,
         logger: logger

@@ -1,11 +1,13 @@
 import Foundation
 import HTTP1Server
 import Hummingbird
+import HTTPTypes
 import HummingbirdTesting
 import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// The server as a peer sees it: raw bytes over a loopback socket, so pipelining, half-closing,
@@ -26,6 +28,7 @@ struct TaskPerRequestServerTests {
             String(buffer: try await request.body.collect(upTo: 64 * 1024))
         }
         router.get("/ignores-body") { _, _ in "ignored" }
+        router.get("/quick") { _, _ in "quick" }  // what `QuickAnswers` answers on the event loop
         router.get("/stream") { _, _ in
             Response(status: .ok, body: ResponseBody { writer in
                 for part in ["one,", "two,", "three"] {
@@ -44,20 +47,22 @@ struct TaskPerRequestServerTests {
     /// Runs `body` with a connection to a live server answering `router()`; the connection is
     /// closed afterwards whatever happened.
     static func withConnection(limits: ConnectionLimits = ConnectionLimits(bodyLimit: bodyLimit),
+                               immediate: (any EventLoopResponder)? = nil,
                                _ body: @Sendable (RawConnection) async throws -> Void) async throws {
-        try await withServer(limits: limits) { port in
+        try await withServer(limits: limits, immediate: immediate) { port in
             try await RawConnection.with(port: port, body)
         }
     }
 
     /// Runs `body` with the port of a live server answering `router()`.
     static func withServer(limits: ConnectionLimits = ConnectionLimits(bodyLimit: bodyLimit),
+                           immediate: (any EventLoopResponder)? = nil,
                            _ body: @Sendable (Int) async throws -> Void) async throws {
         let router = router()
         let logger = Logger(label: "http1-test")
         let app = Application(
             responder: router.buildResponder(),
-            server: .taskPerRequest(responder: router.buildResponder(), limits: limits, logger: logger),
+            server: .taskPerRequest(responder: router.buildResponder(), immediate: immediate, limits: limits, logger: logger),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             logger: logger)
         try await app.test(.live) { client in
@@ -212,6 +217,61 @@ struct TaskPerRequestServerTests {
                 }
             }
             #expect(try await connection.readToEnd().isEmpty)
+        }
+    }
+
+    // MARK: Answers given on the event loop
+
+    /// Answers `GET`/`HEAD /quick` from memory, marked `X-Answered: loop` (the router's `/quick` is not),
+    /// and counts what it was asked.
+    final class QuickAnswers: EventLoopResponder {
+        let asked = Mutex(0)
+
+        func immediateResponse(to request: HTTPRequest) -> ImmediateResponse? {
+            asked.withLock { $0 += 1 }
+            guard request.path == "/quick", request.method == .get || request.method == .head else { return nil }
+            return ImmediateResponse(head: HTTPResponse(status: .ok, headerFields: [.contentLength: "5", HTTPField.Name("X-Answered")!: "loop"]), body: ByteBuffer(string: "quick"))
+        }
+    }
+
+    @Test("an event-loop answer: written with Date and framing; nil leaves the request to the router; a body is never asked")
+    func immediateAnswers() async throws {
+        let quick = QuickAnswers()
+        try await Self.withConnection(immediate: quick) { connection in
+            try await connection.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answered = try await connection.readResponse()
+            #expect(answered.status == 200 && answered.body == "quick")
+            #expect(answered.headers["content-length"] == "5" && answered.headers["date"]?.hasSuffix(" GMT") == true)
+            #expect(answered.headers["x-answered"] == "loop")
+            try await connection.send("HEAD /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try await connection.readResponse(hasBody: false)
+            #expect(head.status == 200 && head.headers["content-length"] == "5")
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().body == "hello")
+            #expect(quick.asked.withLock { $0 } == 3)
+            // A request with a body goes to the router unasked (which has no POST /quick: 404).
+            try await connection.send("POST /quick HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            #expect(try await connection.readResponse().status == 404)
+            #expect(quick.asked.withLock { $0 } == 3)
+        }
+    }
+
+    @Test("2,000 pipelined requests in one write, mostly answered on the event loop: every answer, in order, then the close")
+    func pipelinedImmediateAnswers() async throws {
+        // A socket that takes each answer at once starts the next request inside the write: without the
+        // nesting limit this recursed once per request; with it, one in 17 goes to the router's `/quick`.
+        let paths = (0..<2_000).map { $0 % 100 == 99 ? "/hello" : "/quick" }
+        try await Self.withConnection(immediate: QuickAnswers()) { connection in
+            try await connection.send(paths.map { "GET \($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+            connection.finishWriting()
+            var onLoop = 0
+            for path in paths {
+                let response = try await connection.readResponse()
+                #expect(response.body == (path == "/quick" ? "quick" : "hello"), "\(response.status) \(response.headers)")
+                if response.headers["x-answered"] == "loop" { onLoop += 1 }
+            }
+            #expect(try await connection.readToEnd().isEmpty)
+            #expect(onLoop > 1_500, "\(onLoop) answered on the event loop")
         }
     }
 

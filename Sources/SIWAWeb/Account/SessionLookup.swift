@@ -69,25 +69,48 @@ extension SIWADependencies {
     /// never acts as whoever's browser cookie happens to come along. Any other `Authorization` scheme (e.g.
     /// the app's own `Basic`) is not siwa's and leaves the cookie to decide.
     func gatewayIdentity(for request: Request) async throws -> GatewayIdentity {
-        switch PresentedBearer(request.headers) {
-        case .absent:
-            break
+        switch presentedSession(request.headers) {
+        case .refusedBearer:
+            return .refusedBearer
+        case .anonymous:
+            return .anonymous
+        case let .token(token, kind):
+            let hash = BearerSecret.hash(token)
+            guard let (record, account) = try await database.gatewaySession(tokenHash: hash, now: now()), record.kind == kind else {
+                return kind == .api ? .refusedBearer : .anonymous
+            }
+            return .signedIn(SignedInSession(tokenHash: hash, record: record, account: account))
+        }
+    }
+
+    /// ``gatewayIdentity(for:)`` when the session cache holds the answer, without waiting for anything
+    /// (the check answered on the event loop, ``GatewayCheckOnLoop``): the signed-in session, or nil for
+    /// every other case, which the route then decides.
+    func cachedGatewaySession(_ headers: HTTPFields) -> SignedInSession? {
+        guard case let .token(token, kind) = presentedSession(headers) else { return nil }
+        let hash = BearerSecret.hash(token)
+        guard let (record, account) = database.cachedGatewaySession(tokenHash: hash, now: now()), record.kind == kind else { return nil }
+        return SignedInSession(tokenHash: hash, record: record, account: account)
+    }
+
+    /// Which secret the gateway judges a request by: the bearer when one is presented, else the cookie.
+    private func presentedSession(_ headers: HTTPFields) -> PresentedSession {
+        switch PresentedBearer(headers) {
         case .malformed:
             return .refusedBearer
         case .token(let token):
-            guard let session = try await gatewaySession(token: token, kind: .api) else { return .refusedBearer }
-            return .signedIn(session)
+            return .token(token, .api)
+        case .absent:
+            guard let token = headers.cookieValue(cookies.sessionName), BearerSecret.isWellFormed(token) else { return .anonymous }
+            return .token(token, .web)
         }
-        guard let token = request.cookieValue(cookies.sessionName), BearerSecret.isWellFormed(token),
-              let session = try await gatewaySession(token: token, kind: .web)
-        else { return .anonymous }
-        return .signedIn(session)
     }
+}
 
-    /// The valid session of `kind` that `token` names, as the gateway sees it (cached for up to a second).
-    private func gatewaySession(token: String, kind: SessionKind) async throws -> SignedInSession? {
-        let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.gatewaySession(tokenHash: hash, now: now()), record.kind == kind else { return nil }
-        return SignedInSession(tokenHash: hash, record: record, account: account)
-    }
+/// What a request presents to the gateway, before any lookup.
+private enum PresentedSession {
+    /// A well-formed secret, and the kind of session it may name (a bearer: the app's; a cookie: the web's).
+    case token(String, SessionKind)
+    case refusedBearer
+    case anonymous
 }

@@ -36,25 +36,28 @@ struct GatewayController: Sendable {
     func auth(_ request: Request, context: AppRequestContext) async throws -> Response {
         let identity = try await dependencies.gatewayIdentity(for: request)
         if case .signedIn(let session) = identity {
-            dependencies.metrics.gatewayCheck("allowed")
-            let account = session.account
-            // All three, always, empty when unknown: a proxy that copies only the headers present
-            // would otherwise pass on a value the client sent itself.
-            return Response(status: .accepted, headers: [
-                Self.userHeader: Self.headerValue(account.id),
-                Self.emailHeader: Self.headerValue(account.email ?? ""),
-                Self.nameHeader: Self.headerValue(account.displayName ?? ""),
-                .cacheControl: "no-store",
-            ])
+            dependencies.metrics.gatewayCheck(.allowed)
+            return Response(status: .accepted, headers: Self.allowedFields(session.account))
         }
         // An app's refused bearer is never sent to a sign-in page it could not follow.
         if case .anonymous = identity, request.uri.queryParameters.get("redirect") == "true",
            let target = signInRedirect(request, context: context) {
-            dependencies.metrics.gatewayCheck("redirected")
+            dependencies.metrics.gatewayCheck(.redirected)
             return Response(status: .found, headers: [.location: target, .cacheControl: "no-store"])
         }
-        dependencies.metrics.gatewayCheck("denied")
+        dependencies.metrics.gatewayCheck(.denied)
         return Self.refusal(identity, method: request.method)
+    }
+
+    /// The 202's fields. All three identity headers, always, empty when unknown: a proxy that copies
+    /// only the headers present would otherwise pass on a value the client sent itself.
+    static func allowedFields(_ account: UserAccount) -> HTTPFields {
+        [
+            userHeader: headerValue(account.id),
+            emailHeader: headerValue(account.email ?? ""),
+            nameHeader: headerValue(account.displayName ?? ""),
+            .cacheControl: "no-store",
+        ]
     }
 
     /// The 401: JSON, but no body for HEAD; a refused bearer says so in `WWW-Authenticate` (RFC 6750 §3),

@@ -12,11 +12,17 @@ public struct SIWAMetrics: Sendable {
     private final class Cache: Sendable {
         let signIns = Mutex<[[String]: Counter]>([:])
         let appleCalls = Mutex<[[String]: DurationHistogram]>([:])
-        let gatewayChecks = Mutex<[[String]: Counter]>([:])
     }
+    /// One counter per result of the gateway's check, made up front: the check runs before every request
+    /// of a protected app, and is counted without a lock or a lookup.
+    private let gatewayChecks: [Counter]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
+        gatewayChecks = GatewayCheckResult.allCases.map { result in
+            registry.makeCounter(descriptor: Self.name("gateway_checks", "total", "Forward-auth checks by result"),
+                                 labels: [("result", result.rawValue)])
+        }
     }
 
     /// How sign-ins end: `new_account`, `returning`, `recovery`, `profile_form`, `cancelled`, `failed`.
@@ -76,13 +82,9 @@ public struct SIWAMetrics: Sendable {
                              labels: [("type", type), ("result", result)]).increment()
     }
 
-    /// Forward-auth checks (`/oauth2/auth`, before every request of a protected app), by result: `allowed`
-    /// (a session), `redirected` (to sign in, `?redirect=true`) or `denied` (401).
-    func gatewayCheck(_ result: String) {
-        Self.cached(cache.gatewayChecks, [result]) {
-            registry.makeCounter(descriptor: Self.name("gateway_checks", "total", "Forward-auth checks by result"),
-                                 labels: [("result", result)])
-        }.increment()
+    /// Forward-auth checks (`/oauth2/auth`, before every request of a protected app), by result.
+    func gatewayCheck(_ result: GatewayCheckResult) {
+        gatewayChecks[result.index].increment()
     }
 
     func rateLimited(_ route: String) {
@@ -105,6 +107,21 @@ public struct SIWAMetrics: Sendable {
         } catch {
             appleCall(endpoint, result: "error", duration: ContinuousClock.now - start)
             throw error
+        }
+    }
+}
+
+/// How a forward-auth check ended: `allowed` (a session), `redirected` (to sign in, `?redirect=true`) or
+/// `denied` (401).
+enum GatewayCheckResult: String, CaseIterable, Sendable {
+    case allowed, redirected, denied
+
+    /// Its place in ``allCases``.
+    var index: Int {
+        switch self {
+        case .allowed: 0
+        case .redirected: 1
+        case .denied: 2
         }
     }
 }

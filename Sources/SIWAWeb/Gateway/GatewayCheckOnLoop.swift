@@ -1,0 +1,29 @@
+import HTTP1Server
+import HTTPTypes
+
+/// `/oauth2/auth` answered on the connection's event loop when the session cache already holds the
+/// session (issue 36): the check runs before every request of a protected app, and a Task on the
+/// cooperative pool, the router and the hop back to the event loop cost several times what the answer
+/// does. The answer is the route's own (``GatewayController/allowedFields(_:)``, counted as `allowed`),
+/// byte for byte but for the `Date` field.
+///
+/// Everything else goes to the route, unchanged: a cache miss (the route reads the database and fills the
+/// cache), a refusal, `?redirect=true` or any other query, and every request while requests are logged
+/// (the route's middleware writes their lines). The cache's own rules keep it honest: an entry lives
+/// under a second, a session past `expires_at` is never a hit, and a sign-out, deletion or
+/// `consent-revoked` empties it (``SIWADatabase/cachedGatewaySession(tokenHash:now:)``).
+struct GatewayCheckOnLoop: EventLoopResponder {
+    let dependencies: SIWADependencies
+    /// Debug logging writes a line per request, which only the middleware does.
+    let logsRequests: Bool
+
+    func immediateResponse(to request: HTTPRequest) -> ImmediateResponse? {
+        guard !logsRequests, request.path == "/oauth2/auth", GatewayController.authMethods.contains(request.method),
+              let session = dependencies.cachedGatewaySession(request.headerFields)
+        else { return nil }
+        dependencies.metrics.gatewayCheck(.allowed)
+        var fields = GatewayController.allowedFields(session.account)
+        fields[.contentLength] = "0"
+        return ImmediateResponse(head: HTTPResponse(status: .accepted, headerFields: fields))
+    }
+}
