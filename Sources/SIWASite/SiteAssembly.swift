@@ -43,6 +43,20 @@ public enum Site {
     public static func makeDependencies(
         configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides()
     ) async throws -> SIWADependencies {
+        let dependencies = try await assembleDependencies(configuration: configuration, logger: logger, overrides: overrides)
+        // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
+        try await dependencies.resealLegacyTokens(logger: logger)
+        // The OpenID provider signs with the database's keys; OIDC_SIGNING_KEY_PATH's joins them when new.
+        try await dependencies.adoptConfiguredOIDCKey(logger: logger)
+        return dependencies
+    }
+
+    /// ``makeDependencies(configuration:logger:overrides:)`` without what a start writes to the rows (tokens
+    /// re-sealed, `OIDC_SIGNING_KEY_PATH`'s key stored when new): for `siwa doctor`, which looks before the
+    /// service starts, and must not make a replaced key file sign on the running instances. It migrates.
+    static func assembleDependencies(
+        configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides()
+    ) async throws -> SIWADependencies {
         let database: SIWADatabase
         if let given = overrides.database {
             database = given
@@ -60,10 +74,6 @@ public enum Site {
         let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
                                             metrics: overrides.metrics ?? SIWAMetrics(), now: now,
                                             oidcKeyRefresh: overrides.oidcKeyRefresh ?? OIDCKeyRing.defaultRefreshInterval)
-        // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
-        try await dependencies.resealLegacyTokens(logger: logger)
-        // The OpenID provider signs with the database's keys; OIDC_SIGNING_KEY_PATH's joins them when new.
-        try await dependencies.adoptConfiguredOIDCKey(logger: logger)
         return dependencies
     }
 

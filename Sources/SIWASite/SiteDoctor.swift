@@ -7,7 +7,7 @@ import SIWAStore
 import SIWAWeb
 
 /// `siwa doctor`'s checks of a configuration, each returning the line it prints: the signing key, the
-/// database, and Apple's keys at `APPLE_BASE_URL`.
+/// database, the OpenID provider's signing keys, and Apple's keys at `APPLE_BASE_URL`.
 public enum SiteDoctor {
     public struct Check: Sendable {
         public enum Outcome: String, Sendable { case ok, fail, skip }
@@ -46,6 +46,43 @@ public enum SiteDoctor {
         } catch {
             return Check(outcome: .fail, text: "database: \(error)")
         }
+    }
+
+    /// The OpenID provider's signing keys as `siwa admin oidc keys` shows them (`kid`, state, dates; never a
+    /// private half), found the way it finds them, and the line that sums them up. Opens the database as
+    /// `siwa admin` does but writes nothing a start would: a key file not yet stored (the first start, or a
+    /// file replaced and the instances not yet restarted) is named, not stored, so it does not start
+    /// signing on the running instances. Skipped when the provider is off.
+    public static func checkOIDCKeys(_ configuration: SIWAConfiguration) async -> (check: Check, keys: [OIDCKeyStatus]) {
+        guard let oidc = configuration.oidc else {
+            return (Check(outcome: .skip, text: "OpenID signing keys (the provider is off: no OIDC_CLIENTS_FILE)"), [])
+        }
+        let configured = oidc.signingKeys.current.kid
+        let statuses: OIDCKeyStatuses?
+        do {
+            let admin = try await SiteAdmin.openToLook(configuration: configuration)
+            do {
+                statuses = try await admin.oidcKeyStatuses()
+            } catch {
+                await admin.close()
+                throw error
+            }
+            await admin.close()
+        } catch {
+            return (Check(outcome: .fail, text: "OpenID signing keys: \(error)"), [])
+        }
+        guard let statuses else { return (Check(outcome: .skip, text: "OpenID signing keys (the provider is off)"), []) }
+        let text: String
+        if statuses.keys.isEmpty {
+            text = "OpenID signing keys: none stored yet; OIDC_SIGNING_KEY_PATH's key (\(configured)) is stored, and signs, "
+                + "at the first start of `siwa serve`"
+        } else if !statuses.keys.contains(where: { $0.kid == configured }) {
+            text = "OpenID signing keys: \(statuses.keys.count) stored, \(statuses.signer) signs; OIDC_SIGNING_KEY_PATH's key "
+                + "(\(configured)) is not stored: the next start of `siwa serve` stores it, and it signs from then on"
+        } else {
+            text = "OpenID signing keys: \(statuses.keys.count) stored, \(statuses.signer) signs"
+        }
+        return (Check(outcome: .ok, text: text), statuses.keys)
     }
 
     /// Fetches Apple's keys with the client `siwa serve` uses.

@@ -179,6 +179,16 @@ package let migrations: [Migration] = [
     // The OpenID provider's signing keys in the database, so that a rotation reaches every instance
     // without a restart (SIWADatabase+OIDCSigningKeys.swift).
     oidcSigningKeysMigration,
+    // The person each outbox item concerns, so that `siwa admin people export` lists their pending
+    // revocations (issue 37). Apple's `sub`, not the account id: items are written as the account is
+    // deleted, so its id names nobody afterwards, while the same Apple ID signing in again gets a new
+    // account with the same `sub`. NULL for items written before, for items whose person is not known, and
+    // once Apple has accepted the revocation (the done row then keeps nothing of the person). Portable SQL:
+    // both backends add a nullable column and an index the same way.
+    Migration(version: 10, name: "the person of each revocation", statements: [
+        "ALTER TABLE revocation_outbox ADD COLUMN apple_sub TEXT NULL",
+        "CREATE INDEX revocation_outbox_sub_idx ON revocation_outbox (apple_sub)",
+    ]),
 ]
 
 extension SIWADatabase {

@@ -218,10 +218,14 @@ public struct RevocationItem: Sendable, Equatable {
     public var nextAttemptAt: Int64
     public var lastError: String?
     public var completedAt: Int64?
+    /// Apple's `sub` of the person whose token this is (`siwa admin people export` lists the item under
+    /// it); nil when not known (items written before it was kept) and once the revocation is done. An
+    /// account's deletion fills it in itself.
+    public var appleSub: String?
 
     public init(
         id: String, clientID: String, token: String, tokenTypeHint: String, createdAt: Int64,
-        attempts: Int = 0, nextAttemptAt: Int64, lastError: String? = nil, completedAt: Int64? = nil
+        attempts: Int = 0, nextAttemptAt: Int64, lastError: String? = nil, completedAt: Int64? = nil, appleSub: String? = nil
     ) {
         self.id = id
         self.clientID = clientID
@@ -232,6 +236,7 @@ public struct RevocationItem: Sendable, Equatable {
         self.nextAttemptAt = nextAttemptAt
         self.lastError = lastError
         self.completedAt = completedAt
+        self.appleSub = appleSub
     }
 }
 

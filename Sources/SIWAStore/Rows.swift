@@ -14,7 +14,12 @@ enum Columns {
     static let appleToken = ["user_id", "client_id", "refresh_token", "created_at", "updated_at", "validated_at"]
     static let revocation = [
         "id", "client_id", "token", "token_type_hint", "created_at", "attempts", "next_attempt_at", "last_error",
-        "completed_at",
+        "completed_at", "apple_sub",
+    ]
+    /// A pending revocation as `siwa admin` shows it: no token.
+    static let outboxEntry = [
+        "id", "client_id", "apple_sub", "token_type_hint", "created_at", "attempts", "next_attempt_at", "locked_until",
+        "last_error",
     ]
     static let pendingProfile = [
         "token_hash", "apple_sub", "email", "email_verified", "is_private_email", "client_id", "refresh_token",
@@ -123,7 +128,22 @@ extension SQLRow {
             attempts: try value("attempts", Int.self),
             nextAttemptAt: try value("next_attempt_at", Int64.self),
             lastError: try value("last_error", String?.self),
-            completedAt: try value("completed_at", Int64?.self)
+            completedAt: try value("completed_at", Int64?.self),
+            appleSub: try value("apple_sub", String?.self)
+        )
+    }
+
+    func outboxEntry() throws -> OutboxEntry {
+        OutboxEntry(
+            id: try value("id", String.self),
+            clientID: try value("client_id", String.self),
+            appleSub: try value("apple_sub", String?.self),
+            tokenTypeHint: try value("token_type_hint", String.self),
+            createdAt: try value("created_at", Int64.self),
+            attempts: try value("attempts", Int.self),
+            nextAttemptAt: try value("next_attempt_at", Int64.self),
+            lockedUntil: try value("locked_until", Int64?.self),
+            lastError: try value("last_error", String?.self)
         )
     }
 

@@ -65,13 +65,20 @@ public struct PersonRecord: Sendable, Equatable {
     public var oidcAccessTokens: [AdminOIDCAccessToken]
     public var pendingProfiles: [AdminPendingProfile]
     public var notifications: [AdminNotification]
+    /// Revocations of the person's Apple tokens that Apple has not accepted yet, oldest first, found by
+    /// Apple `sub`: today those queued when an earlier account of the same Apple ID was deleted.
+    public var pendingRevocations: [OutboxEntry]
 }
 
-/// A revocation not yet accepted by Apple, without its sealed token. Outbox items carry no account: they
-/// are written when the account is deleted.
+/// A revocation not yet accepted by Apple, without its sealed token. Items are written as the account is
+/// deleted, so they name the person by Apple `sub` rather than by account id (which names nobody after the
+/// deletion; the same Apple ID signing in again gets a new account with the same `sub`).
 public struct OutboxEntry: Sendable, Equatable {
     public var id: String
     public var clientID: String
+    /// The person's Apple `sub`; nil for items queued before the outbox kept it (or by a caller that did not
+    /// know it).
+    public var appleSub: String?
     public var tokenTypeHint: String
     public var createdAt: Int64
     public var attempts: Int
@@ -165,8 +172,14 @@ extension SIWADatabase {
                                   eventType: try row.decode(column: "event_type", as: String.self),
                                   receivedAt: try row.decode(column: "received_at", as: Int64.self))
             }
+            let revocations = try await sql.raw("""
+                SELECT \(unsafeRaw: Columns.list(Columns.outboxEntry)) FROM revocation_outbox
+                WHERE apple_sub = \(bind: account.appleSub) AND completed_at IS NULL
+                ORDER BY created_at, id
+                """).all().map { try $0.outboxEntry() }
             return PersonRecord(account: account, appleUserInfo: info, sessions: sessions, appleTokens: tokens, oidcCodes: codes,
-                                oidcAccessTokens: accessTokens, pendingProfiles: profiles, notifications: notifications)
+                                oidcAccessTokens: accessTokens, pendingProfiles: profiles, notifications: notifications,
+                                pendingRevocations: revocations)
         }
     }
 
@@ -200,19 +213,9 @@ extension SIWADatabase {
     public func pendingRevocations() async throws -> [OutboxEntry] {
         try await withSQL { sql in
             try await sql.raw("""
-                SELECT id, client_id, token_type_hint, created_at, attempts, next_attempt_at, locked_until, last_error
-                FROM revocation_outbox WHERE completed_at IS NULL
+                SELECT \(unsafeRaw: Columns.list(Columns.outboxEntry)) FROM revocation_outbox WHERE completed_at IS NULL
                 ORDER BY created_at, id
-                """).all().map { row in
-                OutboxEntry(id: try row.decode(column: "id", as: String.self),
-                            clientID: try row.decode(column: "client_id", as: String.self),
-                            tokenTypeHint: try row.decode(column: "token_type_hint", as: String.self),
-                            createdAt: try row.decode(column: "created_at", as: Int64.self),
-                            attempts: try row.decode(column: "attempts", as: Int.self),
-                            nextAttemptAt: try row.decode(column: "next_attempt_at", as: Int64.self),
-                            lockedUntil: try row.decode(column: "locked_until", as: Int64?.self),
-                            lastError: try row.decode(column: "last_error", as: String?.self))
-            }
+                """).all().map { try $0.outboxEntry() }
         }
     }
 

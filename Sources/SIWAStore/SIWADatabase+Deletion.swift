@@ -1,15 +1,17 @@
 import SQLKit
 
 /// Turns one stored Apple token of an account being deleted into its revocation-outbox item (the caller
-/// re-seals the ciphertext for the outbox); nil skips that token. Called inside the deletion's transaction.
+/// re-seals the ciphertext for the outbox); nil skips that token. Called inside the deletion's transaction,
+/// which sets the item's `appleSub` to the account's own.
 public typealias RevocationForToken = @Sendable (AppleTokenRecord) -> RevocationItem?
 
 extension SIWADatabase {
     /// One transaction: deletes sessions, `apple_tokens`, the `apple_user_info` row, pending profiles and the
     /// user, and, when `revocations` is given, inserts an item into `revocation_outbox` for every Apple token
-    /// the account held (web and app alike), so that the revoke calls at Apple survive a crash right after the
-    /// deletion. The tokens are read inside the transaction, so one stored by a concurrent sign-in is either
-    /// revoked or was never there. Returns false when there is no such account (then nothing is written, not
+    /// the account held (web and app alike), each naming the account's Apple `sub` (whatever `revocations`
+    /// put there), so that the revoke calls at Apple survive a crash right after the deletion and
+    /// `people export` finds them under the person. The tokens are read inside the transaction, so one stored
+    /// by a concurrent sign-in is either revoked or was never there. Returns false when there is no such account (then nothing is written, not
     /// even an outbox row).
     public func deleteAccount(userID: String, revocations: RevocationForToken?) async throws -> Bool {
         let lock = dialect.forUpdate
@@ -45,7 +47,11 @@ extension SIWADatabase {
             items = try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.list(Columns.appleToken)) FROM apple_tokens WHERE user_id = \(bind: user.id)
                 ORDER BY client_id
-                """).all().map { try $0.appleToken() }.compactMap(revocations)
+                """).all().map { try $0.appleToken() }.compactMap(revocations).map { item in
+                var item = item
+                item.appleSub = user.appleSub
+                return item
+            }
         }
         try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: user.id)").run()
         try await sql.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: user.id)").run()
@@ -57,7 +63,8 @@ extension SIWADatabase {
         }
     }
 
-    /// Adds an item to the revocation outbox on its own (e.g. a token replaced at sign-in).
+    /// Adds an item to the revocation outbox on its own (e.g. a token replaced at sign-in); its `appleSub`
+    /// should name the person when the caller knows them.
     public func enqueueRevocation(_ item: RevocationItem) async throws {
         try await write { sql in try await Self.insertRevocation(sql, item) }
     }
@@ -65,10 +72,10 @@ extension SIWADatabase {
     private static func insertRevocation(_ sql: any SQLDatabase, _ item: RevocationItem) async throws {
         try await sql.raw("""
             INSERT INTO revocation_outbox (id, client_id, token, token_type_hint, created_at, attempts,
-                                           next_attempt_at, locked_until, last_error, completed_at)
+                                           next_attempt_at, locked_until, last_error, completed_at, apple_sub)
             VALUES (\(bind: item.id), \(bind: item.clientID), \(bind: item.token), \(bind: item.tokenTypeHint),
                     \(bind: item.createdAt), \(bind: item.attempts), \(bind: item.nextAttemptAt), NULL,
-                    \(bind: item.lastError), \(bind: item.completedAt))
+                    \(bind: item.lastError), \(bind: item.completedAt), \(bind: item.appleSub))
             """).run()
     }
 }

@@ -43,14 +43,15 @@ extension SIWADatabase {
         }
     }
 
-    /// Apple accepted the revocation. The token ciphertext is wiped: the row stays as a record that the
-    /// revocation happened, but nothing of the deleted person's credentials is kept. Only `holder` records
-    /// it: false (nothing changed) when another instance holds the item now, or it is already done.
+    /// Apple accepted the revocation. The token ciphertext and the person's `sub` are wiped: the row stays as
+    /// a record that the revocation happened, but nothing of the deleted person is kept. Only `holder`
+    /// records it: false (nothing changed) when another instance holds the item now, or it is already done.
     @discardableResult
     public func completeRevocation(id: String, holder: String, now: Int64) async throws -> Bool {
         try await write { sql in
             try await sql.raw("""
-                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL, locked_by = NULL, token = ''
+                UPDATE revocation_outbox SET completed_at = \(bind: now), locked_until = NULL, locked_by = NULL, token = '',
+                    apple_sub = NULL
                 WHERE id = \(bind: id) AND locked_by = \(bind: holder) AND completed_at IS NULL
                 RETURNING id
                 """).first() != nil

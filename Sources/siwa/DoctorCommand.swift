@@ -5,7 +5,7 @@ import SIWASite
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Checks the configuration, the database and Apple's keys, and signs a test client secret.",
+        abstract: "Checks the configuration, the database, the OpenID signing keys and Apple's keys, and signs a test client secret.",
         discussion: SettingFlags.helpText
     )
 

@@ -52,9 +52,9 @@ struct AdminWorld {
         try await SIWABinary.run(try #require(SIWABinary.path), ["admin"] + arguments, environment: environment)
     }
 
-    /// A person signed in on the web and in the app (an Apple token for each, sealed as the service seals them).
-    func person(webClient: String, appClient: String) async throws -> UserAccount {
-        let sub = "admin." + UUID().uuidString.lowercased()
+    /// A person signed in on the web and in the app (an Apple token for each, sealed as the service seals them);
+    /// a new Apple ID unless `sub` is given.
+    func person(webClient: String, appClient: String, sub: String = "admin." + UUID().uuidString.lowercased()) async throws -> UserAccount {
         let now = Int64(Date().timeIntervalSince1970)
         var account: UserAccount?
         for (client, kind) in [(webClient, SessionKind.web), (appClient, .api)] {
@@ -202,6 +202,107 @@ struct AdminCommandTests {
             #expect(result.output.contains("pg_dump"), "\(result.output)")
             #expect(!FileManager.default.fileExists(atPath: target))
         }
+    }
+
+    @Test("export lists the person's pending revocations (those of their deleted account), not another person's, without tokens",
+          .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
+    func exportListsPendingRevocations(_ backend: Backend) async throws {
+        guard let world = try await AdminWorld.make(backend) else { return }
+        defer { Task { await world.close() } }
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let (web, app) = ("com.example.web-\(tag)", "com.example.app-\(tag)")
+        // setup: Ada and Grace (the same clients) deleted while Apple is down; Ada signs in again with the same
+        // Apple ID, which makes her a new account
+        let ada = try await world.person(webClient: web, appClient: app)
+        let grace = try await world.person(webClient: web, appClient: app)
+        for person in [ada, grace] {
+            let delete = try await world.siwa("people", "delete", person.id)
+            #expect(delete.status == 0, "\(delete.output)")
+        }
+        let again = try await world.person(webClient: web, appClient: app, sub: ada.appleSub)
+        #expect(again.id != ada.id)
+        let outbox = try #require(try AdminWorld.json(try await world.siwa("outbox", "--json").output) as? [[String: Any]]).filter {
+            [web, app].contains($0["clientID"] as? String ?? "")
+        }
+        #expect(outbox.count == 4)
+        let adaItems = Set(outbox.filter { $0["appleSub"] as? String == ada.appleSub }.compactMap { $0["id"] as? String })
+        let graceItems = Set(outbox.filter { $0["appleSub"] as? String == grace.appleSub }.compactMap { $0["id"] as? String })
+        #expect(adaItems.count == 2 && graceItems.count == 2, "each item names its person: \(outbox)")
+
+        // MUT
+        let export = try await world.siwa("people", "export", again.id)
+        // validate: Ada's two, with client, attempts and times; none of Grace's; no token
+        #expect(export.status == 0, "\(export.output)")
+        let person = try #require(try Self.indentedObject(export.output)["person"] as? [String: Any])
+        let pending = try #require(person["pendingRevocations"] as? [[String: Any]], "\(export.output)")
+        #expect(Set(pending.compactMap { $0["id"] as? String }) == adaItems)
+        #expect(pending.compactMap { $0["clientID"] as? String }.sorted() == [app, web].sorted())
+        for item in pending {
+            #expect(item["attempts"] as? Int == 0 && item["createdAt"] is Int && item["nextAttemptAt"] is Int && item["appleSub"] as? String == ada.appleSub)
+            #expect(item["token"] == nil)
+        }
+        #expect(!export.output.contains("v2:") && !export.output.contains("apple-refresh"), "no sealed or plain token in the export")
+        for id in graceItems { #expect(!export.output.contains(id)) }
+        let show = try await world.siwa("people", "show", again.id)
+        #expect(show.status == 0 && show.output.contains("revocations:    2 pending"), "\(show.output)")
+
+        // Leave the shared PostgreSQL schema as found: this test's items done, the account gone.
+        let now = Int64(Date().timeIntervalSince1970)
+        let cleanup = try await world.database.claimDueRevocations(now: now + 7_200, limit: 1_000, leaseSeconds: 60, holder: "cleanup-\(tag)")
+        for item in cleanup where [web, app].contains(item.clientID) {
+            try await world.database.completeRevocation(id: item.id, holder: "cleanup-\(tag)", now: now)
+        }
+        _ = try await world.database.deleteAccount(userID: again.id, revocations: nil)
+    }
+
+    @Test("doctor lists the stored OpenID signing keys as `oidc keys` does, never a private half, and stores none itself",
+          .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
+    func doctorListsOIDCKeys(_ backend: Backend) async throws {
+        guard let world = try await AdminWorld.make(backend) else { return }
+        defer { Task { await world.close() } }
+        let binary = try #require(SIWABinary.path)
+        let configuration = try SIWAConfiguration.load(from: world.environment)
+        let kid = try #require(configuration.oidc?.signingKeys.current.kid, "demo mode runs the OpenID provider")
+
+        // MUT: doctor before any start, then after `oidc keys` has stored the demo key
+        let before = try await SIWABinary.run(binary, ["doctor", "--offline"], environment: world.environment)
+        // validate: the demo key is named, and not stored by doctor (it would sign on running instances)
+        #expect(before.status == 0, "\(before.output)")
+        #expect(before.output.contains("OIDC_SIGNING_KEY_PATH's key (\(kid))"), "\(before.output)")
+        #expect(try await world.database.oidcSigningKeys().contains { $0.kid == kid } == false)
+        if backend == .sqlite {
+            #expect(before.output.contains("ok    OpenID signing keys: none stored yet"), "\(before.output)")
+        }
+        let keys = try await world.siwa("oidc", "keys", "--json")
+        #expect(keys.status == 0, "\(keys.output)")
+        // PostgreSQL's default schema is shared with the other admin tests, each storing its own demo key that
+        // signs from its first start: this one may have been followed already.
+        var expected = [backend == .sqlite ? "\(kid)  signing  added" : "\(kid)  "]
+        if backend == .sqlite {
+            // SQLite is this test's alone: a rotation, so that doctor shows a key that signs later too
+            let rotate = try await world.siwa("oidc", "rotate-key")
+            #expect(rotate.status == 0, "\(rotate.output)")
+            let next = try #require(try await world.database.oidcSigningKeys().first?.kid)
+            expected.append("\(next)  published, signs from")
+        }
+        let after = try await SIWABinary.run(binary, ["doctor", "--offline"], environment: world.environment)
+        #expect(after.status == 0, "\(after.output)")
+        for line in expected {
+            #expect(after.output.contains("      " + line), "\(line) in \(after.output)")
+        }
+        if backend == .sqlite {
+            #expect(after.output.contains("ok    OpenID signing keys: 2 stored, \(kid) signs"), "\(after.output)")
+            let listed = try await world.siwa("oidc", "keys")
+            for line in listed.output.split(separator: "\n") where !line.contains("admin:") {
+                #expect(after.output.contains("      " + line), "doctor shows `oidc keys`' line \(line)")
+            }
+        }
+        // Nothing private: no PEM private key, no sealed private half.
+        #expect(!after.output.contains("PRIVATE KEY"))
+        for row in try await world.database.oidcSigningKeys() {
+            if let sealed = row.privateKey { #expect(!after.output.contains(sealed)) }
+        }
+        #expect(!after.output.contains("admin:"), "doctor writes no audit line")
     }
 
     /// The indented JSON object `people export` prints, from its `{` line to its `}` line.

@@ -111,6 +111,51 @@ struct AdminStoreTests {
         }
     }
 
+    @Test("a person's record lists the revocations pending under their Apple sub: their deleted account's, not another's, not done ones",
+          arguments: Backend.allCases)
+    func pendingRevocationsOfThePerson(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            // setup: Ada and Grace deleted while Apple is down (each token queued), then Ada signs in again: a new
+            // account, the same Apple sub
+            let (ada, grace) = try await Self.populated(test.db)
+            let revoke: RevocationForToken = { token in
+                RevocationItem(id: "revoke-\(token.userID)-\(token.clientID)", clientID: token.clientID, token: "resealed-" + token.refreshToken,
+                               tokenTypeHint: "refresh_token", createdAt: 1_300, nextAttemptAt: 1_300)
+            }
+            #expect(try await test.db.deleteAccount(userID: ada.id, revocations: revoke))
+            #expect(try await test.db.deleteAccount(userID: grace.id, revocations: revoke))
+            let (again, _) = try await test.db.completeSignIn(signIn(sub: ada.appleSub, email: "ada@example.com", refreshToken: "sealed-again",
+                                                                    now: 1_400, session: "web-hash-again"))
+            #expect(again.id != ada.id)
+            // An item naming nobody (queued before the outbox kept the person); Ada's web revocation fails once,
+            // her app one is accepted.
+            try await test.db.enqueueRevocation(RevocationItem(id: randomID("anon-"), clientID: "com.example.web", token: "sealed-anon",
+                                                               tokenTypeHint: "refresh_token", createdAt: 1_350, nextAttemptAt: 1_350))
+            let (adaWeb, adaApp) = ("revoke-\(ada.id)-com.example.web", "revoke-\(ada.id)-com.example.app")
+            let claimed = try await test.db.claimDueRevocations(now: 1_500, limit: 10, leaseSeconds: 60, holder: "h")
+            #expect(claimed.count == 4)
+            #expect(claimed.first { $0.id == adaWeb }?.appleSub == ada.appleSub, "the deletion names the person")
+            #expect(try await test.db.failRevocation(id: adaWeb, holder: "h", error: "HTTP 503", nextAttemptAt: 5_000))
+            #expect(try await test.db.completeRevocation(id: adaApp, holder: "h", now: 1_500))
+            // MUT
+            let record = try #require(try await test.db.personRecord(userID: again.id))
+            // validate: only Ada's pending one, with its attempts, error and times, without its token
+            #expect(record.pendingRevocations.map(\.id) == [adaWeb])
+            let entry = try #require(record.pendingRevocations.first)
+            #expect(entry.clientID == "com.example.web" && entry.appleSub == ada.appleSub && entry.tokenTypeHint == "refresh_token")
+            #expect(entry.attempts == 1 && entry.lastError == "HTTP 503" && entry.createdAt == 1_300 && entry.nextAttemptAt == 5_000)
+            #expect(entry.lockedUntil == nil)
+            #expect(!"\(record)".contains("sealed-"), "no sealed token in \(record)")
+            // Grace's wait under her sub; the outbox lists all pending, each with its person when known.
+            let pending = try await test.db.pendingRevocations()
+            #expect(pending.filter { $0.appleSub == grace.appleSub }.map(\.clientID) == ["com.example.web"])
+            #expect(pending.filter { $0.appleSub == nil }.count == 1)
+            // The accepted one keeps nothing of the person: neither token nor sub.
+            let done = try #require(try await test.db.revocation(id: adaApp))
+            #expect(done.completedAt == 1_500 && done.token.isEmpty && done.appleSub == nil)
+        }
+    }
+
     @Test("a backup taken while sign-ins write is whole: integrity ok, every account in it readable", arguments: Backend.allCases)
     func backupWhileWriting(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in

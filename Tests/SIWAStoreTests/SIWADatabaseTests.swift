@@ -549,7 +549,9 @@ struct SIWADatabaseTests {
             #expect(try await db.appleTokens(userID: user.id).isEmpty)
             #expect(try await db.appleUserInfo(sub: "sub-d") == nil)
             #expect(try await db.takePendingProfile(tokenHash: "pp", now: 0) == nil)
-            #expect(try await db.revocation(id: item.id) == item)
+            var queued = item
+            queued.appleSub = "sub-d"
+            #expect(try await db.revocation(id: item.id) == queued, "queued under the person's sub, whatever the closure said")
             #expect(try await db.revocationCounts() == (1, 0))
             // Someone else's rows are untouched.
             #expect(try await db.session(tokenHash: "sk", now: 1_000)?.1.id == keeper.id)

@@ -36,6 +36,8 @@ public enum AdminOutput {
         lines.append("openid:         \(record.oidcAccessTokens.count) access token(s), \(record.oidcCodes.count) code(s)"
                      + (clients.isEmpty ? "" : " (\(clients.joined(separator: ", ")))"))
         lines.append("notifications:  \(record.notifications.isEmpty ? "none" : record.notifications.map(\.eventType).joined(separator: ", "))")
+        lines.append("revocations:    " + (record.pendingRevocations.isEmpty ? "none pending"
+            : "\(record.pendingRevocations.count) pending (\(record.pendingRevocations.map(\.clientID).joined(separator: ", "))): see `siwa admin outbox`"))
         return lines.joined(separator: "\n")
     }
 
@@ -70,7 +72,8 @@ public enum AdminOutput {
             } else {
                 due = "due now"
             }
-            return "\(entry.id)  client \(entry.clientID)  queued \(date(entry.createdAt))  attempts \(entry.attempts)  \(due)"
+            return "\(entry.id)  client \(entry.clientID)\(entry.appleSub.map { "  sub \($0)" } ?? "")  queued \(date(entry.createdAt))  "
+                + "attempts \(entry.attempts)  \(due)"
                 + (entry.lastError.map { "  last error: \($0)" } ?? "")
         }).joined(separator: "\n")
     }
@@ -200,9 +203,10 @@ struct PersonJSON: Encodable {
     var openIDAccessTokens: [OIDCAccessTokenJSON]
     var pendingProfiles: [PendingProfileJSON]
     var notificationsReceived: [NotificationJSON]
-    /// Revocations at Apple not yet accepted. Outbox items name no account (they are written as it is
-    /// deleted), so a person who still has an account has none of their own: their tokens are `appleTokens`.
-    var pendingRevocations: [String] = []
+    /// Revocations at Apple not yet accepted (without their sealed tokens): those of an earlier account of
+    /// the same Apple ID, deleted (outbox items name the person by `sub`; the tokens this account would have
+    /// revoked on its deletion are `appleTokens`).
+    var pendingRevocations: [OutboxJSON]
 
     init(_ r: PersonRecord) {
         account = AccountJSON(r.account)
@@ -219,11 +223,14 @@ struct PersonJSON: Encodable {
         openIDAccessTokens = r.oidcAccessTokens.map { OIDCAccessTokenJSON(clientID: $0.clientID, scope: $0.scope, createdAt: $0.createdAt, expiresAt: $0.expiresAt) }
         pendingProfiles = r.pendingProfiles.map { PendingProfileJSON(email: $0.email, clientID: $0.clientID, createdAt: $0.createdAt, expiresAt: $0.expiresAt) }
         notificationsReceived = r.notifications.map { NotificationJSON(jti: $0.jti, eventType: $0.eventType, receivedAt: $0.receivedAt) }
+        pendingRevocations = r.pendingRevocations.map(OutboxJSON.init)
     }
 }
 
 struct OutboxJSON: Encodable {
     var id, clientID, tokenTypeHint: String
+    /// Left out when the item does not name its person (queued before the outbox kept it).
+    var appleSub: String?
     var createdAt: Int64
     var attempts: Int
     var nextAttemptAt: Int64
@@ -231,8 +238,8 @@ struct OutboxJSON: Encodable {
     var lastError: String?
 
     init(_ e: OutboxEntry) {
-        (id, clientID, tokenTypeHint, createdAt, attempts, nextAttemptAt, lockedUntil, lastError) =
-            (e.id, e.clientID, e.tokenTypeHint, e.createdAt, e.attempts, e.nextAttemptAt, e.lockedUntil, e.lastError)
+        (id, clientID, tokenTypeHint, appleSub, createdAt, attempts, nextAttemptAt, lockedUntil, lastError) =
+            (e.id, e.clientID, e.tokenTypeHint, e.appleSub, e.createdAt, e.attempts, e.nextAttemptAt, e.lockedUntil, e.lastError)
     }
 }
 

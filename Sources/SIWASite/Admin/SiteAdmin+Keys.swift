@@ -20,6 +20,31 @@ public struct OIDCKeyStatus: Sendable, Equatable {
     public var createdAt: Int64
     public var signsFrom: Int64
     public var publishedUntil: Int64?
+
+    /// What each stored key does at `time`, given the `kid` that signs then (the table's order kept).
+    static func of(_ rows: [OIDCSigningKeyRecord], signer: String, at time: Int64) -> [OIDCKeyStatus] {
+        rows.map { row in
+            let state: State
+            if row.kid == signer {
+                state = .signing
+            } else if !row.isPublished(at: time) {
+                state = .retired
+            } else if row.signsFrom > time {
+                state = .next
+            } else {
+                state = .published
+            }
+            return OIDCKeyStatus(kid: row.kid, state: state, createdAt: row.createdAt, signsFrom: row.signsFrom,
+                                 publishedUntil: row.publishedUntil)
+        }
+    }
+}
+
+/// The provider's signing keys now: every stored key with its state, and the `kid` that signs (the
+/// configured key's when no stored key can sign, e.g. before the first start stored it).
+struct OIDCKeyStatuses: Sendable, Equatable {
+    var signer: String
+    var keys: [OIDCKeyStatus]
 }
 
 extension SiteAdmin {
@@ -57,28 +82,22 @@ extension SiteAdmin {
 
     /// `siwa admin oidc keys`: every signing key the database holds, newest first, with what it does now.
     public func oidcKeys() async throws -> [OIDCKeyStatus] {
-        guard let ring = dependencies.oidcKeys else {
+        guard let statuses = try await oidcKeyStatuses() else {
             record("oidc keys result=provider-off")
             throw SiteFailure(OIDCProviderOff().description)
         }
+        record("oidc keys count=\(statuses.keys.count) signing=\(statuses.signer)")
+        return statuses.keys
+    }
+
+    /// The signing keys and the one that signs now, as the serving instances decide it (their key ring), with
+    /// no audit line (`oidc keys` writes its own; `siwa doctor` is not an admin action). Nil when the provider
+    /// is off.
+    func oidcKeyStatuses() async throws -> OIDCKeyStatuses? {
+        guard let ring = dependencies.oidcKeys else { return nil }
         let time = dependencies.now()
         let signer = try await ring.keySet().signer(at: time).kid
-        let statuses = try await database.oidcSigningKeys().map { row in
-            let state: OIDCKeyStatus.State
-            if row.kid == signer {
-                state = .signing
-            } else if !row.isPublished(at: time) {
-                state = .retired
-            } else if row.signsFrom > time {
-                state = .next
-            } else {
-                state = .published
-            }
-            return OIDCKeyStatus(kid: row.kid, state: state, createdAt: row.createdAt, signsFrom: row.signsFrom,
-                                 publishedUntil: row.publishedUntil)
-        }
-        record("oidc keys count=\(statuses.count) signing=\(signer)")
-        return statuses
+        return OIDCKeyStatuses(signer: signer, keys: OIDCKeyStatus.of(try await database.oidcSigningKeys(), signer: signer, at: time))
     }
 }
 

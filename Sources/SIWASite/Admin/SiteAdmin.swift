@@ -25,13 +25,25 @@ public struct SiteAdmin: Sendable {
     /// Opens the configured database (and migrates it, as `siwa serve` and `siwa doctor` do) and builds the
     /// site's dependencies; `logger` receives the audit lines. A database that does not open is a ``SiteFailure``.
     public static func open(configuration: SIWAConfiguration, overrides: SiteOverrides = SiteOverrides()) async throws -> SiteAdmin {
+        try await open(configuration: configuration, overrides: overrides, starting: true)
+    }
+
+    /// ``open(configuration:overrides:)`` for `siwa doctor`, which only looks: the database is migrated, but
+    /// nothing a start writes is written (see ``Site/assembleDependencies(configuration:logger:overrides:)``).
+    static func openToLook(configuration: SIWAConfiguration) async throws -> SiteAdmin {
+        try await open(configuration: configuration, overrides: SiteOverrides(), starting: false)
+    }
+
+    private static func open(configuration: SIWAConfiguration, overrides: SiteOverrides, starting: Bool) async throws -> SiteAdmin {
         var quiet = Logger(label: "siwa")
         quiet.logLevel = .error
         var audit = Logger(label: "siwa")
         // The audit line is written whatever LOG_LEVEL says, unless it asks for less than notice.
         audit.logLevel = min(configuration.logLevel, .notice)
         do {
-            let dependencies = try await Site.makeDependencies(configuration: configuration, logger: quiet, overrides: overrides)
+            let dependencies = starting
+                ? try await Site.makeDependencies(configuration: configuration, logger: quiet, overrides: overrides)
+                : try await Site.assembleDependencies(configuration: configuration, logger: quiet, overrides: overrides)
             return SiteAdmin(configuration: configuration, dependencies: dependencies, audit: audit)
         } catch let error as StoreError {
             throw SiteFailure("database error: DATABASE_URL (\(configuration.databaseURL.redactedDescription)): \(error)")
