@@ -76,8 +76,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The pages' Mustache templates, parsed once and rendered from typed values (no reflection).
-        .target(name: "PageTemplates", swiftSettings: swiftSettings),
+        // The pages' Mustache templates (the site's and the emulator's), parsed once by swift-mustache and
+        // rendered from typed values.
+        .target(
+            name: "PageTemplates",
+            dependencies: [.product(name: "Mustache", package: "swift-mustache")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "AppleSignIn",
             dependencies: [
@@ -218,12 +223,7 @@ let package = Package(
             dependencies: ["SQLiteDirect", "CSQLite3", .product(name: "SQLiteNIO", package: "sqlite-nio")],
             swiftSettings: swiftSettings
         ),
-        .testTarget(
-            name: "PageTemplatesTests",
-            // swift-mustache rendered the pages before; the shipped templates must render the same.
-            dependencies: ["PageTemplates", .product(name: "Mustache", package: "swift-mustache")],
-            swiftSettings: swiftSettings
-        ),
+        .testTarget(name: "PageTemplatesTests", dependencies: ["PageTemplates"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [
@@ -235,12 +235,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AppleIDEmulatorTests",
-            // swift-mustache rendered the emulator's pages before; they must render the same.
             dependencies: [
                 "AppleIDEmulator", "JOSE", "CurlHTTP", "PageTemplates",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: swiftSettings
         ),

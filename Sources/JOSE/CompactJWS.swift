@@ -122,30 +122,8 @@ public struct CompactJWS: Sendable {
         }
     }
 
-    private static let headerKeys: [[UInt8]] = ["alg", "kid", "typ", "crit"].map { Array($0.utf8) }
-
-    /// The usual header (string alg; kid and typ strings, null or absent; no crit) read by
-    /// ``FlatJSON``, which only answers when JSONDecoder would read the same; nil otherwise.
-    private static func flatHeader(_ bytes: [UInt8]) -> JWSHeader? {
-        guard let members = FlatJSON.members(of: bytes, keys: headerKeys),
-              case let .string(alg)? = members[0], members[3] == nil
-        else { return nil }
-        func optionalString(_ value: FlatJSONValue?) -> String?? {
-            switch value {
-            case nil, .null?: .some(nil)
-            case let .string(text)?: .some(text)
-            default: nil
-            }
-        }
-        guard let kid = optionalString(members[1]), let typ = optionalString(members[2]) else { return nil }
-        return JWSHeader(alg: alg, kid: kid, typ: typ)
-    }
-
     private static func parseHeader(_ bytes: [UInt8]) throws -> JWSHeader {
-        // The usual header costs one pass of FlatJSON (JSONDecoder was a quarter of an identity
-        // token's parse time; scripts/bench).
-        if let header = flatHeader(bytes) { return header }
-        // Other well-formed headers without crit need one JSONDecoder pass, not the two below.
+        // A well-formed header without crit needs one JSONDecoder pass, not the two below.
         // Anything else takes the checks below, which name the exact problem.
         if let header = try? JSONDecoder().decode(FastHeader.self, from: Data(bytes)), !header.hasCrit {
             return JWSHeader(alg: header.alg, kid: header.kid, typ: header.typ)
@@ -169,12 +147,8 @@ public struct CompactJWS: Sendable {
     }
 
     /// Decodes the payload as JSON into `type`. Dates are read as seconds since 1970
-    /// (JWT NumericDate). Failure throws ``JOSEError/invalidJSON(_:)``. A ``FlatJSONDecodable``
-    /// type is read by its fast reader first; JSONDecoder decides whatever that does not answer.
+    /// (JWT NumericDate). Failure throws ``JOSEError/invalidJSON(_:)``.
     public func decodePayload<T: Decodable>(as type: T.Type) throws -> T {
-        if let fast = type as? any FlatJSONDecodable.Type, let value = fast.init(flatJSON: payload) as? T {
-            return value
-        }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         do {

@@ -105,12 +105,6 @@ enum IdentityTokenBenchmarks {
                 BenchmarkCase(name: "JSONDecoder IdentityTokenClaims", role: .part, batch: 64) { n in
                     try await timed { for _ in 0..<n { _ = try JSONDecoder().decode(IdentityTokenClaims.self, from: payload) } }
                 },
-                // What the verifier and decodePayload use first; JSONDecoder only for other shapes.
-                BenchmarkCase(name: "IdentityTokenClaims(flatJSON:)", role: .part, batch: 64) { n in
-                    try await timed {
-                        for _ in 0..<n { guard IdentityTokenClaims(flatJSON: jws.payload) != nil else { throw BenchError("not read") } }
-                    }
-                },
                 BenchmarkCase(name: "IdentityTokenVerifier.cHash(forCode:)", role: .part, batch: 64) { n in
                     await timed { for _ in 0..<n { _ = IdentityTokenVerifier.cHash(forCode: code) } }
                 },

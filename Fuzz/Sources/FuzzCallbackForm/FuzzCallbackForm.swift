@@ -3,12 +3,12 @@ import FuzzSupport
 import CurlHTTP
 import JOSE
 
-/// The callback body as the app reads it (SIWAWeb's `FormBody`, which is internal to the app, so its
-/// few lines are mirrored here; keep the two in step): at most 64 KiB, turned into a String the way
-/// NIO's `String(buffer:)` does (invalid UTF-8 repaired), split into pairs by `PercentEncoding.formPairs`,
-/// a repeated field refused; then what the controller does with the fields before any network call:
-/// the `user` JSON and the `id_token` (parsed and checked against the stand-in key set). Every pair
-/// must survive encoding and parsing again unchanged.
+/// A `form_post` body: at most 64 KiB, turned into a String the way NIO's `String(buffer:)` does
+/// (invalid UTF-8 repaired), split into pairs by `PercentEncoding.formPairs` (the OpenID provider's form
+/// reader; the app reads the callback itself with Hummingbird's `URLEncodedFormDecoder`), a repeated field
+/// refused; then what the callback does with the fields before any network call: the `user` JSON and the
+/// `id_token` (parsed and checked against the stand-in key set). Every pair must survive encoding and
+/// parsing again unchanged.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCallbackForm(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = FuzzInput.bytes(data, size)

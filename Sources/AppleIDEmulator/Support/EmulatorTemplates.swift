@@ -2,7 +2,7 @@ import Foundation
 import PageTemplates
 
 /// The emulator's pages (`templates/emulator/*.mustache`), parsed once when the router is built and
-/// rendered from typed values with the site's own engine (`PageTemplates`): `{{…}}` is HTML-escaped,
+/// rendered from typed values with the site's own engine (`PageTemplates`, over swift-mustache): `{{…}}` is HTML-escaped,
 /// so every request-derived value on a page is escaped.
 struct EmulatorTemplates: Sendable {
     static let required = ["sheet", "form_post", "error", "dashboard"]

@@ -157,9 +157,6 @@ public struct AppleAPIClient: Sendable {
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws -> T {
-        if let fast = type as? any FlatJSONDecodable.Type, let value = fast.init(flatJSON: body) as? T {
-            return value
-        }
         do {
             return try JSONDecoder().decode(type, from: Data(body))
         } catch {

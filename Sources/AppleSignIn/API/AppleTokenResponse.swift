@@ -1,5 +1,3 @@
-import JOSE
-
 /// The body of a successful `POST /auth/token`.
 public struct AppleTokenResponse: Sendable, Equatable, Codable {
     public var accessToken: String?
@@ -25,37 +23,5 @@ public struct AppleTokenResponse: Sendable, Equatable, Codable {
         case expiresIn = "expires_in"
         case refreshToken = "refresh_token"
         case idToken = "id_token"
-    }
-}
-
-extension AppleTokenResponse: FlatJSONDecodable {
-    /// Member names in the order of ``FlatJSON/members(of:keys:)``'s answer.
-    private static let flatKeys: [[UInt8]] = ["access_token", "token_type", "expires_in", "refresh_token", "id_token"].map { Array($0.utf8) }
-
-    /// The response as `JSONDecoder` reads it when every member is a string (or an integer `expires_in`),
-    /// absent or null; nil for anything else, which `JSONDecoder` then decides (and words the error).
-    public init?(flatJSON bytes: [UInt8]) {
-        guard let members = FlatJSON.members(of: bytes, keys: Self.flatKeys),
-              let accessToken = Self.optionalString(members[0]),
-              let tokenType = Self.optionalString(members[1]),
-              let refreshToken = Self.optionalString(members[3]),
-              let idToken = Self.optionalString(members[4])
-        else { return nil }
-        let expiresIn: Int?
-        switch members[2] {
-        case nil, .null?: expiresIn = nil
-        case let .integer(seconds)? where Int(exactly: seconds) != nil: expiresIn = Int(seconds)
-        default: return nil
-        }
-        self.init(accessToken: accessToken, tokenType: tokenType, expiresIn: expiresIn, refreshToken: refreshToken, idToken: idToken)
-    }
-
-    /// `.some(value)` for what `decodeIfPresent(String.self)` decodes; nil where JSONDecoder must decide.
-    private static func optionalString(_ value: FlatJSONValue?) -> String?? {
-        switch value {
-        case nil, .null?: .some(nil)
-        case let .string(text)?: .some(text)
-        default: nil
-        }
     }
 }

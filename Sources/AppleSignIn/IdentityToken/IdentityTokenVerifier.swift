@@ -53,9 +53,7 @@ public struct IdentityTokenVerifier: Sendable {
 
         let claims: IdentityTokenClaims
         do {
-            // The fast reader answers for the claims Apple sends; JSONDecoder decides the rest.
-            claims = try IdentityTokenClaims(flatJSON: jws.payload)
-                ?? JSONDecoder().decode(IdentityTokenClaims.self, from: Data(jws.payload))
+            claims = try JSONDecoder().decode(IdentityTokenClaims.self, from: Data(jws.payload))
         } catch DecodingError.keyNotFound(let key, _) {
             throw IdentityTokenError.missingClaim(key.stringValue)
         } catch {

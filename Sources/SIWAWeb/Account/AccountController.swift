@@ -4,15 +4,11 @@ import PageTemplates
 import SIWAStore
 
 /// The form fields of sign-out and deletion.
-struct AccountActionForm: FormDecodable {
+struct AccountActionForm: Decodable, Sendable {
     var csrf: String?
     var confirm: String?
     /// Sign-out only: where to go afterwards (SPEC §10 `rd`).
     var rd: String?
-
-    init(form: [String: String]) {
-        (csrf, confirm, rd) = (form["csrf"], form["confirm"], form["rd"])
-    }
 }
 
 /// `GET /account`, `POST /signout`, `POST /account/delete`.

@@ -1,5 +1,4 @@
 import AppleSignIn
-import CurlHTTP
 import Foundation
 import Hummingbird
 import PageTemplates
@@ -8,42 +7,31 @@ import Logging
 import SIWAStore
 
 /// The fields of Apple's `form_post` to the redirect URI.
-struct CallbackForm: FormDecodable {
+struct CallbackForm: Decodable, Sendable {
     var code: String?
     var id_token: String?
     var state: String?
     var user: String?
     var error: String?
-
-    init(form: [String: String]) {
-        (code, id_token, state, user, error) = (form["code"], form["id_token"], form["state"], form["user"], form["error"])
-    }
 }
 
 /// The fields of the name form (PROFILE_FALLBACK=ask).
-struct ProfileForm: FormDecodable {
+struct ProfileForm: Decodable, Sendable {
     var csrf: String?
     var givenName: String?
     var familyName: String?
-
-    init(form: [String: String]) {
-        (csrf, givenName, familyName) = (form["csrf"], form["givenName"], form["familyName"])
-    }
 }
 
-/// A form read field by field; a field absent from the body is nil.
-protocol FormDecodable: Sendable {
-    init(form: [String: String])
-}
-
-/// Reads a small `application/x-www-form-urlencoded` body.
+/// Reads a small `application/x-www-form-urlencoded` body with Hummingbird's `URLEncodedFormDecoder`.
 enum FormBody {
     /// Apple's callback is a few KiB at most; SPEC §4.1 caps it at 64 KiB.
     static let limit = 64 * 1024
 
-    /// 415 unless the body is a form; 413 past `limit`; 400 when an escape is malformed, a value is not
-    /// UTF-8, or a field comes twice (which of two `state`s would be the real one?).
-    static func decode<T: FormDecodable>(_ type: T.Type, from request: Request) async throws -> T {
+    /// 415 unless the body is a form; 413 past `limit`; 400 for whatever the decoder refuses: a malformed
+    /// escape, a field twice (which of two `state`s would be the real one?), a name the decoder reads as
+    /// nesting (`state[x]`) where a string is expected. (Escaped bytes that are not UTF-8 become U+FFFD, as
+    /// the decoder reads them; a part without `=` is skipped.)
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
             throw WebError(.unsupportedMediaType, kind: "unsupported_media_type", title: "That request could not be used",
@@ -51,16 +39,11 @@ enum FormBody {
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        guard let pairs = PercentEncoding.formPairs(String(buffer: buffer)) else {
+        do {
+            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
+        } catch {
             throw WebError.badRequest("malformed_form", "The form data could not be read.")
         }
-        var fields: [String: String] = [:]
-        for (name, value) in pairs {
-            guard fields.updateValue(value, forKey: name) == nil else {
-                throw WebError.badRequest("malformed_form", "The form data could not be read.")
-            }
-        }
-        return T(form: fields)
     }
 }
 

@@ -3,7 +3,9 @@ import Foundation
 
 /// `application/x-www-form-urlencoded` pairs as the OpenID provider writes them. They are read with
 /// ``PercentEncoding/formPairs(_:)``: in order, repeats kept (so that a repeated parameter can be refused,
-/// RFC 6749 §3.1), `+` read as a space.
+/// RFC 6749 §3.1), `+` read as a space. (Hummingbird's `URLEncodedFormDecoder`, which reads siwa's other
+/// forms, cannot: it gives a dictionary and throws at the first repeat, while a repeated `client_id` or
+/// `redirect_uri` must be an error page and any other repeat a redirect to the client.)
 enum FormPairs {
     /// Spaces as `+` (the form encoding RFC 6749 Appendix B names), so that a request carried in the
     /// gateway's `rd` holds no whitespace even once its escapes are decoded (SPEC §10 refuses that).

@@ -5,8 +5,10 @@ import Logging
 /// The files of `Public/` as routes: `GET` and `HEAD` for each entry at the folder's top
 /// (`/favicon.svg`, `/css/**`), at the site's root and again under `/oauth2/static/`, which pages use —
 /// behind the gateway only `/oauth2/` and `/auth/apple` reach siwa, and the app behind it owns every
-/// other path. The files there at start-up are answered from memory (``PublicFileSnapshot``); one
-/// added later, or larger than the snapshot keeps, by Hummingbird's `FileMiddleware`, without ranges.
+/// other path. Each is answered by Hummingbird's `FileMiddleware` (`ETag`, `Last-Modified`,
+/// `If-None-Match`, `If-Modified-Since`), without ranges: it answered `Range: bytes=5000-` on a 721-byte
+/// file with 206 and `Content-Length: -4279`, and `bytes=-100` with the first 101 bytes, so the `Range`
+/// field is dropped and the whole file sent (a server may ignore a range, RFC 9110 §14.2).
 ///
 /// Routes rather than a middleware: a middleware sits in front of every request, and a file was
 /// served only after the router had failed with a thrown 404. The folder's top is listed at start-up;
@@ -25,7 +27,6 @@ enum PublicFiles {
                 _ = FileManager.default.fileExists(atPath: directory + "/" + entry, isDirectory: &isFolder)
                 return "/" + entry + (isFolder.boolValue ? "/**" : "")
             }
-        let snapshot = PublicFileSnapshot(directory: directory)
         for (prefix, files) in [
             ("", FileMiddleware<AppRequestContext, LocalFileSystem>(directory, searchForIndexHtml: false, logger: logger)),
             (gatewayPrefix, FileMiddleware(directory, urlBasePath: gatewayPrefix, searchForIndexHtml: false, logger: logger)),
@@ -33,10 +34,6 @@ enum PublicFiles {
             for path in paths.map({ prefix + $0 }) {
                 for method in [HTTPRequest.Method.get, .head] {
                     routes.on(RouterPath(path), method: method) { request, context in
-                        if let response = try snapshot.response(to: request, path: request.uri.path.dropFirst(prefix.count)) {
-                            return response
-                        }
-                        // Its ranges are not trusted (see PublicFileSnapshot): the whole file instead.
                         var head = request.head
                         head.headerFields[.range] = nil
                         // The middleware serves a file when what comes after it answers 404.
