@@ -301,21 +301,29 @@ extension SIWADatabase {
             """).first()?.userAccount()
     }
 
-    /// Team transfer: the account (and its fallback row, unless the new sub already has one) moves to the new sub.
+    /// Team transfer: the account (and what else names its sub, ``moveSubRows(_:from:to:)``) moves to the new sub.
     private static func transfer(_ sql: any SQLDatabase, from oldSub: String, to newSub: String, now: Int64) async throws -> UserAccount? {
         let moved = try await sql.raw("""
             UPDATE users SET apple_sub = \(bind: newSub), updated_at = \(bind: now)
             WHERE apple_sub = \(bind: oldSub)
             RETURNING \(unsafeRaw: Columns.userList)
             """).first()?.userAccount()
-        if moved != nil {
-            try await sql.raw("""
-                UPDATE apple_user_info SET apple_sub = \(bind: newSub)
-                WHERE apple_sub = \(bind: oldSub)
-                  AND NOT EXISTS (SELECT 1 FROM apple_user_info other WHERE other.apple_sub = \(bind: newSub))
-                """).run()
-        }
+        if moved != nil { try await moveSubRows(sql, from: oldSub, to: newSub) }
         return moved
+    }
+
+    /// With an account that moves to a new sub (team transfer, in its transaction): its fallback row, unless
+    /// the new sub already has one, and its pending revocations, so that `siwa admin people export` still
+    /// finds them under the person.
+    static func moveSubRows(_ sql: any SQLDatabase, from oldSub: String, to newSub: String) async throws {
+        try await sql.raw("""
+            UPDATE apple_user_info SET apple_sub = \(bind: newSub)
+            WHERE apple_sub = \(bind: oldSub)
+              AND NOT EXISTS (SELECT 1 FROM apple_user_info other WHERE other.apple_sub = \(bind: newSub))
+            """).run()
+        try await sql.raw("""
+            UPDATE revocation_outbox SET apple_sub = \(bind: newSub) WHERE apple_sub = \(bind: oldSub) AND completed_at IS NULL
+            """).run()
     }
 }
 

@@ -50,7 +50,8 @@ extension SIWADatabase {
 
     /// Team transfer at the recipient: in one transaction, gives the account `userID` the Apple `sub`
     /// `newSub`, provided its current `sub` is one of `expectedSubs` (the sending team's `sub`, or a
-    /// `transfer_sub` it was parked at). The fallback row moves along unless the new `sub` has one.
+    /// `transfer_sub` it was parked at). Its fallback row and pending revocations move along
+    /// (``moveSubRows(_:from:to:)``).
     /// Idempotent: a second call answers ``TransferMove/alreadyMoved``.
     public func moveAccount(userID: String, from expectedSubs: [String], to newSub: String, now: Int64) async throws -> TransferMove {
         let lock = dialect.forUpdate
@@ -65,11 +66,7 @@ extension SIWADatabase {
             try await sql.raw("""
                 UPDATE users SET apple_sub = \(bind: newSub), updated_at = \(bind: now) WHERE id = \(bind: userID)
                 """).run()
-            try await sql.raw("""
-                UPDATE apple_user_info SET apple_sub = \(bind: newSub)
-                WHERE apple_sub = \(bind: user.appleSub)
-                  AND NOT EXISTS (SELECT 1 FROM apple_user_info other WHERE other.apple_sub = \(bind: newSub))
-                """).run()
+            try await Self.moveSubRows(sql, from: user.appleSub, to: newSub)
             return .moved
         }
     }

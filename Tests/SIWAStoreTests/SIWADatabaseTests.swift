@@ -414,6 +414,10 @@ struct SIWADatabaseTests {
             let db = test.db
             let (old, _) = try await db.completeSignIn(signIn(sub: "old-team-sub", email: "t@example.com", refreshToken: "c-old"))
             try await db.saveAppleUserInfo(.init(appleSub: "old-team-sub", givenName: "Ada", familyName: "Lovelace", email: nil, rawJSON: "{}", source: "web", receivedAt: 1))
+            // a revocation still pending under the old sub (a token of an earlier account of the same person)
+            let pending = RevocationItem(id: randomID("r-"), clientID: "com.example.web", token: "sealed", tokenTypeHint: "refresh_token",
+                                         createdAt: 1, nextAttemptAt: 1, appleSub: "old-team-sub")
+            try await db.enqueueRevocation(pending)
 
             // MUT
             let (moved, created) = try await db.completeSignIn(
@@ -428,6 +432,8 @@ struct SIWADatabaseTests {
             #expect(try await db.user(sub: "new-team-sub")?.id == old.id)
             #expect(try await db.appleUserInfo(sub: "new-team-sub")?.givenName == "Ada")
             #expect(try await db.appleTokens(userID: old.id).map(\.refreshToken) == ["c-new"])
+            // the person's pending revocation moved with them
+            #expect(try await db.personRecord(userID: old.id)?.pendingRevocations.map(\.id) == [pending.id])
 
             // An unknown transfer source just creates a new account.
             let (fresh, freshCreated) = try await db.completeSignIn(signIn(sub: "other-new", transferFrom: "never-seen"))
