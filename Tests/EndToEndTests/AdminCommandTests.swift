@@ -109,6 +109,15 @@ struct AdminCommandTests {
         #expect(delete.output.contains("admin: people delete user=\(ada.id)"))
         #expect(try await world.database.user(id: ada.id) == nil)
         #expect(try await world.database.appleTokens(userID: ada.id).isEmpty)
+        // A worker's failed attempt (Apple down), made at once: on PostgreSQL the default schema is shared with
+        // other tests' `siwa serve`, whose workers would otherwise claim (and revoke) these due items first.
+        let now = Int64(Date().timeIntervalSince1970)
+        let claimed = try await world.database.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test-\(tag)")
+        var failed: [String] = []
+        for item in claimed where [web, app].contains(item.clientID) {
+            try await world.database.failRevocation(id: item.id, holder: "test-\(tag)", error: "Apple unreachable", nextAttemptAt: now + 3_600)
+            failed.append(item.id)
+        }
         let outbox = try await world.siwa("outbox", "--json")
         #expect(outbox.status == 0, "\(outbox.output)")
         let items = try #require(try AdminWorld.json(outbox.output) as? [[String: Any]]).filter {
@@ -122,13 +131,8 @@ struct AdminCommandTests {
             let stored = try #require(try await world.database.revocation(id: id))
             #expect(try world.cipher.open(stored.token, from: .revocation(id: id)) == "apple-refresh-\(stored.clientID)")
         }
-        // A worker's failed attempt (Apple down), then `outbox` shows it and `outbox retry` makes it due now.
-        let firstID = try #require(items.first?["id"] as? String)
-        let now = Int64(Date().timeIntervalSince1970)
-        let claimed = try await world.database.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test-\(tag)")
-        for item in claimed where [web, app].contains(item.clientID) {
-            try await world.database.failRevocation(id: item.id, holder: "test-\(tag)", error: "Apple unreachable", nextAttemptAt: now + 3_600)
-        }
+        // `outbox` shows the worker's failed attempt, and `outbox retry` makes it due now.
+        let firstID = try #require(failed.first)
         let listed = try await world.siwa("outbox")
         #expect(listed.output.contains(firstID) && listed.output.contains("last error: Apple unreachable"), "\(listed.output)")
         let retry = try await world.siwa("outbox", "retry", "--item", firstID, "--json")
