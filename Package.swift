@@ -111,6 +111,7 @@ let package = Package(
                 "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "PageTemplates", "HTTP1Server",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -227,9 +228,10 @@ let package = Package(
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [
-                "SIWASite", "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport",
+                "SIWASite", "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport", "HTTP1Server",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -220,6 +220,17 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer?, overLimit: Bool, context: ChannelHandlerContext) {
         encoder = ResponseEncoder(answersHEAD: head.method == .HEAD, answersHTTP10: head.version == .http1_0)
+        // An answer from memory is written here, on the loop: no Task, no hop back. A socket that takes
+        // it at once completes the write inside `send`, which starts the next pipelined request right
+        // there, so pipelined immediate answers nest; past `immediateNestingLimit` the next one goes to
+        // a Task, which unwinds the stack.
+        if let immediate, immediateNesting < Self.immediateNestingLimit, !overLimit, body == nil || body?.readableBytes == 0,
+           let answer = immediate.immediateResponse(to: head) {
+            immediateNesting += 1
+            defer { immediateNesting -= 1 }
+            send(head: answer.head, body: answer.body, end: true, trailers: nil)
+            return
+        }
         let request: HTTPRequest
         do {
             request = try RequestHeadConversion.request(from: head)
@@ -229,17 +240,6 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             response.headerFields[.contentLength] = "0"
             _ = assembly.failed()
             send(head: response, body: nil, end: true, trailers: nil)
-            return
-        }
-        // An answer from memory is written here, on the loop: no Task, no hop back. A socket that takes
-        // it at once completes the write inside `send`, which starts the next pipelined request right
-        // there, so pipelined immediate answers nest; past `immediateNestingLimit` the next one goes to
-        // a Task, which unwinds the stack.
-        if let immediate, immediateNesting < Self.immediateNestingLimit, !overLimit, body == nil || body?.readableBytes == 0,
-           let answer = immediate.immediateResponse(to: request) {
-            immediateNesting += 1
-            defer { immediateNesting -= 1 }
-            send(head: answer.head, body: answer.body, end: true, trailers: nil)
             return
         }
         let requestBody = overLimit

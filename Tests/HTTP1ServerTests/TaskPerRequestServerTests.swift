@@ -5,6 +5,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
@@ -227,9 +228,9 @@ struct TaskPerRequestServerTests {
     final class QuickAnswers: EventLoopResponder {
         let asked = Mutex(0)
 
-        func immediateResponse(to request: HTTPRequest) -> ImmediateResponse? {
+        func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse? {
             asked.withLock { $0 += 1 }
-            guard request.path == "/quick", request.method == .get || request.method == .head else { return nil }
+            guard head.uri == "/quick", head.method == .GET || head.method == .HEAD else { return nil }
             return ImmediateResponse(head: HTTPResponse(status: .ok, headerFields: [.contentLength: "5", HTTPField.Name("X-Answered")!: "loop"]), body: ByteBuffer(string: "quick"))
         }
     }

@@ -19,7 +19,11 @@ enum PresentedBearer: Equatable, Sendable {
     case malformed
 
     init(_ headers: HTTPFields) {
-        let values = headers[values: .authorization]
+        self.init(authorization: headers[values: .authorization])
+    }
+
+    /// From the values of the request's `Authorization` fields.
+    init(authorization values: [String]) {
         guard values.contains(where: Self.namesBearerScheme) else { self = .absent; return }
         // Two credentials: which one would the client have meant? Neither.
         guard values.count == 1 else { self = .malformed; return }
@@ -69,7 +73,7 @@ extension SIWADependencies {
     /// never acts as whoever's browser cookie happens to come along. Any other `Authorization` scheme (e.g.
     /// the app's own `Basic`) is not siwa's and leaves the cookie to decide.
     func gatewayIdentity(for request: Request) async throws -> GatewayIdentity {
-        switch presentedSession(request.headers) {
+        switch presentedSession(authorization: request.headers[values: .authorization], cookies: request.headers[values: .cookie]) {
         case .refusedBearer:
             return .refusedBearer
         case .anonymous:
@@ -84,24 +88,27 @@ extension SIWADependencies {
     }
 
     /// ``gatewayIdentity(for:)`` when the session cache holds the answer, without waiting for anything
-    /// (the check answered on the event loop, ``GatewayCheckOnLoop``): the signed-in session, or nil for
-    /// every other case, which the route then decides.
-    func cachedGatewaySession(_ headers: HTTPFields) -> SignedInSession? {
-        guard case let .token(token, kind) = presentedSession(headers) else { return nil }
+    /// (the check answered on the event loop, ``GatewayCheckOnLoop``), from the values of the request's
+    /// `Authorization` and `Cookie` fields: the signed-in session, or nil for every other case, which the
+    /// route then decides.
+    func cachedGatewaySession(authorization: [String], cookies cookieHeaders: [String]) -> SignedInSession? {
+        guard case let .token(token, kind) = presentedSession(authorization: authorization, cookies: cookieHeaders) else { return nil }
         let hash = BearerSecret.hash(token)
         guard let (record, account) = database.cachedGatewaySession(tokenHash: hash, now: now()), record.kind == kind else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 
     /// Which secret the gateway judges a request by: the bearer when one is presented, else the cookie.
-    private func presentedSession(_ headers: HTTPFields) -> PresentedSession {
-        switch PresentedBearer(headers) {
+    private func presentedSession(authorization: [String], cookies cookieHeaders: [String]) -> PresentedSession {
+        switch PresentedBearer(authorization: authorization) {
         case .malformed:
             return .refusedBearer
         case .token(let token):
             return .token(token, .api)
         case .absent:
-            guard let token = headers.cookieValue(cookies.sessionName), BearerSecret.isWellFormed(token) else { return .anonymous }
+            guard let token = RequestCookie.value(cookies.sessionName, in: cookieHeaders), BearerSecret.isWellFormed(token) else {
+                return .anonymous
+            }
             return .token(token, .web)
         }
     }

@@ -1,5 +1,6 @@
 import HTTP1Server
 import HTTPTypes
+import NIOHTTP1
 
 /// `/oauth2/auth` answered on the connection's event loop when the session cache already holds the
 /// session (issue 36): the check runs before every request of a protected app, and a Task on the
@@ -17,9 +18,13 @@ struct GatewayCheckOnLoop: EventLoopResponder {
     /// Debug logging writes a line per request, which only the middleware does.
     let logsRequests: Bool
 
-    func immediateResponse(to request: HTTPRequest) -> ImmediateResponse? {
-        guard !logsRequests, request.path == "/oauth2/auth", GatewayController.authMethods.contains(request.method),
-              let session = dependencies.cachedGatewaySession(request.headerFields)
+    /// ``GatewayController/authMethods`` as NIO names them (nginx's `auth_request` keeps the original method).
+    static let methods = GatewayController.authMethods.map { HTTPMethod(rawValue: $0.rawValue) }
+
+    func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse? {
+        guard !logsRequests, head.uri == "/oauth2/auth", Self.methods.contains(head.method),
+              let session = dependencies.cachedGatewaySession(authorization: head.headers["authorization"],
+                                                              cookies: head.headers["cookie"])
         else { return nil }
         dependencies.metrics.gatewayCheck(.allowed)
         var fields = GatewayController.allowedFields(session.account)

@@ -9,14 +9,20 @@ extension Request {
 }
 
 extension HTTPFields {
-    /// The value of the first cookie named `name` in the `Cookie` headers, as Hummingbird's
+    /// The value of the first cookie named `name` in the `Cookie` headers (``RequestCookie/value(_:in:)``).
+    func cookieValue(_ name: String) -> String? {
+        RequestCookie.value(name, in: self[values: .cookie])
+    }
+}
+
+enum RequestCookie {
+    /// The value of the first cookie named `name` in the `Cookie` header values `headers`, as Hummingbird's
     /// `request.cookies[name]?.value` reads it (pieces split on `;`, leading whitespace dropped, the name
     /// up to the first `=`, the value after it; an empty value is nil), without building the whole
     /// table of cookies for each lookup (a test compares both on random headers). A piece that starts
     /// with a non-ASCII byte is left to Hummingbird's reading, whose notion of whitespace covers Unicode's.
-    func cookieValue(_ name: String) -> String? {
+    static func value(_ name: String, in headers: [String]) -> String? {
         let wanted = Array(name.utf8)
-        let headers = self[values: .cookie]
         for header in headers {
             var utf8 = header.utf8[...]
             while !utf8.isEmpty {

@@ -8,7 +8,7 @@ enum BearerSecret {
     static func generate() -> String { SecureRandom.token(byteCount: 32) }
 
     /// The stored form of a secret.
-    static func hash(_ secret: String) -> String { SHA256.hexDigest(Array(secret.utf8)) }
+    static func hash(_ secret: String) -> String { SHA256.hexDigest(secret.utf8) }
 
     /// Whether a presented cookie/bearer value looks like one of ours (43 base64url characters);
     /// anything else is rejected before touching the database.
