@@ -19,6 +19,12 @@ struct DigestTests {
         let message = bytes("xxabcxx")
         #expect(SHA256.hash(message[2..<5]) == SHA256.hash(bytes("abc")))
         #expect(SHA256.hash("abc".utf8) == SHA256.hash(bytes("abc")))
+        // Read in place when contiguous; a collection that is not (a lazy map) is copied once.
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        #expect(SHA256.hexDigest("abc".utf8) == abc)
+        #expect(SHA256.hexDigest(bytes("abc").lazy.map { $0 }) == abc)
+        #expect(SHA256.hexDigest(message[2..<5]) == abc)
+        #expect(SHA256.hexDigest(EmptyCollection<UInt8>()) == SHA256.hexDigest(bytes("")))
     }
 
     /// RFC 4231 §4 test cases 1–4, 6 and 7 (case 5 is truncated; checked below).
