@@ -21,18 +21,13 @@ public enum SHA256 {
         }
     }
 
-    /// Writes the 32-byte digest of `data` to `output`, which must hold 32 bytes. The bytes are read
-    /// in place when the collection is contiguous (an array, a native string's UTF-8), else copied once.
+    /// Writes the 32-byte digest of `data` to `output`, which must hold 32 bytes (``OpenSSL/withBytes(_:_:)``
+    /// reads a contiguous collection in place).
     private static func digest(_ data: some Collection<UInt8>, into output: UnsafeMutablePointer<UInt8>) {
         var length: UInt32 = 0
-        func run(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
-            var placeholder: UInt8 = 0
-            // An empty buffer may have no base address; length 0 means the placeholder is never read.
-            return withUnsafePointer(to: &placeholder) { empty in
-                EVP_Digest(bytes.baseAddress ?? empty, bytes.count, output, &length, FetchedAlgorithm.sha256.algorithm, nil)
-            }
+        let ok = OpenSSL.withBytes(data) { pointer, count in
+            EVP_Digest(pointer, count, output, &length, FetchedAlgorithm.sha256.algorithm, nil)
         }
-        let ok = data.withContiguousStorageIfAvailable(run) ?? Array(data).withUnsafeBufferPointer(run)
         // A one-shot digest with the built-in default provider only fails if the library
         // itself is broken (e.g. out of memory); there is no sensible way to continue.
         precondition(ok == 1 && length == 32, "OpenSSL SHA-256 failed: \(OpenSSL.drainErrors())")
@@ -84,7 +79,7 @@ extension HMACSHA256 {
         private let template: OpaquePointer
 
         public init(_ key: some Collection<UInt8>) {
-            let template = OpenSSL.withBytes(Array(key)) { pointer, count in siwa_hmac_sha256_keyed(pointer, count) }
+            let template = OpenSSL.withBytes(key) { pointer, count in siwa_hmac_sha256_keyed(pointer, count) }
             // Only a broken library refuses a key (HMAC takes any length, empty included).
             guard let template else { preconditionFailure("OpenSSL HMAC-SHA256 key setup failed: \(OpenSSL.drainErrors())") }
             self.template = template
@@ -100,7 +95,7 @@ extension HMACSHA256 {
             var length = 0
             let context = EVP_MAC_CTX_dup(template)
             defer { EVP_MAC_CTX_free(context) }
-            let ok = context != nil && OpenSSL.withBytes(Array(data)) { pointer, count in
+            let ok = context != nil && OpenSSL.withBytes(data) { pointer, count in
                 // `mac` holds 32 bytes and OpenSSL is told so; it never writes more.
                 EVP_MAC_update(context, pointer, count) == 1 && EVP_MAC_final(context, &mac, &length, mac.count) == 1
             }

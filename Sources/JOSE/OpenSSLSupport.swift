@@ -32,17 +32,21 @@ enum OpenSSL {
     }
 
     /// Calls `body` with a pointer to the bytes, never nil even when empty: some OpenSSL
-    /// entry points treat a NULL buffer as "no argument" rather than "zero bytes".
-    static func withBytes<R>(_ bytes: [UInt8], _ body: (UnsafePointer<UInt8>, Int) throws -> R) rethrows -> R {
-        if bytes.isEmpty {
+    /// entry points treat a NULL buffer as "no argument" rather than "zero bytes". The bytes are read in
+    /// place when the collection is contiguous (an array, a slice of one, a native string's UTF-8), else
+    /// copied once.
+    static func withBytes<R>(_ bytes: some Collection<UInt8>, _ body: (UnsafePointer<UInt8>, Int) throws -> R) rethrows -> R {
+        if let result = try bytes.withContiguousStorageIfAvailable({ try withBytes(in: $0, body) }) { return result }
+        return try Array(bytes).withUnsafeBufferPointer { try withBytes(in: $0, body) }
+    }
+
+    private static func withBytes<R>(in buffer: UnsafeBufferPointer<UInt8>, _ body: (UnsafePointer<UInt8>, Int) throws -> R) rethrows -> R {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else {
             var placeholder: UInt8 = 0
             // The pointer is valid for the duration of the closure; length 0 means it is never read.
             return try withUnsafePointer(to: &placeholder) { try body($0, 0) }
         }
-        return try bytes.withUnsafeBufferPointer { buffer in
-            // Non-empty arrays always have a base address.
-            try body(buffer.baseAddress!, buffer.count)
-        }
+        return try body(base, buffer.count)
     }
 
     /// Runs `body` with a read-only memory BIO over the UTF-8 bytes of `text`.

@@ -52,7 +52,7 @@ extension SIWADependencies {
     /// The valid web session for this request, or nil (no cookie, malformed, expired, or deleted).
     /// `touch: false` only reads (the gateway's checks run before every request of the app behind it).
     func webSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
-        guard let token = request.cookieValue(cookies.sessionName), BearerSecret.isWellFormed(token) else { return nil }
+        guard let token = sessionCookieToken(in: request.headers[values: .cookie]) else { return nil }
         let hash = BearerSecret.hash(token)
         guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == .web else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
@@ -106,11 +106,16 @@ extension SIWADependencies {
         case .token(let token):
             return .token(token, .api)
         case .absent:
-            guard let token = RequestCookie.value(cookies.sessionName, in: cookieHeaders), BearerSecret.isWellFormed(token) else {
-                return .anonymous
-            }
+            guard let token = sessionCookieToken(in: cookieHeaders) else { return .anonymous }
             return .token(token, .web)
         }
+    }
+
+    /// The session cookie's value among the `Cookie` field values, when it is in our form (43 base64url
+    /// characters); anything else is nil before it touches the cache or the database.
+    func sessionCookieToken(in cookieHeaders: [String]) -> String? {
+        guard let token = RequestCookie.value(cookies.sessionName, in: cookieHeaders), BearerSecret.isWellFormed(token) else { return nil }
+        return token
     }
 }
 

@@ -182,7 +182,7 @@ struct CallbackController: Sendable {
     /// `request`'s own session, if any, ends: a sign-in always starts a fresh session (no fixation).
     private func finish(_ signIn: VerifiedSignIn, replacing request: Request, returnTo: ReturnTarget?, logger: Logger) async throws -> Response {
         let configuration = dependencies.configuration
-        let previous = request.cookieValue(dependencies.cookies.sessionName).flatMap { BearerSecret.isWellFormed($0) ? $0 : nil }
+        let previous = dependencies.sessionCookieToken(in: request.headers[values: .cookie])
         switch try await dependencies.complete(signIn, sessionKind: .web, ending: previous, logger: logger) {
         case .signedIn(_, let created, let sessionToken):
             dependencies.metrics.signIn(created ? "new_account" : "returning")

@@ -158,7 +158,7 @@ extension SIWADependencies {
 
     /// Deletes the request's web session, if any (the caller clears the cookie).
     func endSession(_ request: Request, context: AppRequestContext) async throws {
-        guard let token = request.cookieValue(cookies.sessionName), BearerSecret.isWellFormed(token) else { return }
+        guard let token = sessionCookieToken(in: request.headers[values: .cookie]) else { return }
         let hash = BearerSecret.hash(token)
         if let (_, account) = try await database.session(tokenHash: hash, now: now(), touch: false) {
             context.logger.info("signed out", metadata: ["user": .string(account.id)])

@@ -14,15 +14,15 @@ public struct SIWAMetrics: Sendable {
         let appleCalls = Mutex<[[String]: DurationHistogram]>([:])
     }
     /// One counter per result of the gateway's check, made up front: the check runs before every request
-    /// of a protected app, and is counted without a lock or a lookup.
-    private let gatewayChecks: [Counter]
+    /// of a protected app, and is counted without a lock or the registry's lookup.
+    private let gatewayChecks: [GatewayCheckResult: Counter]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
-        gatewayChecks = GatewayCheckResult.allCases.map { result in
-            registry.makeCounter(descriptor: Self.name("gateway_checks", "total", "Forward-auth checks by result"),
-                                 labels: [("result", result.rawValue)])
-        }
+        gatewayChecks = Dictionary(uniqueKeysWithValues: GatewayCheckResult.allCases.map { result in
+            (result, registry.makeCounter(descriptor: Self.name("gateway_checks", "total", "Forward-auth checks by result"),
+                                          labels: [("result", result.rawValue)]))
+        })
     }
 
     /// How sign-ins end: `new_account`, `returning`, `recovery`, `profile_form`, `cancelled`, `failed`.
@@ -84,7 +84,7 @@ public struct SIWAMetrics: Sendable {
 
     /// Forward-auth checks (`/oauth2/auth`, before every request of a protected app), by result.
     func gatewayCheck(_ result: GatewayCheckResult) {
-        gatewayChecks[result.index].increment()
+        gatewayChecks[result]?.increment()
     }
 
     func rateLimited(_ route: String) {
@@ -115,13 +115,4 @@ public struct SIWAMetrics: Sendable {
 /// `denied` (401).
 enum GatewayCheckResult: String, CaseIterable, Sendable {
     case allowed, redirected, denied
-
-    /// Its place in ``allCases``.
-    var index: Int {
-        switch self {
-        case .allowed: 0
-        case .redirected: 1
-        case .denied: 2
-        }
-    }
 }

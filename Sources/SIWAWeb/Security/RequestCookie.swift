@@ -2,16 +2,9 @@ import HTTPTypes
 import Hummingbird
 
 extension Request {
-    /// The value of the first cookie named `name` in the `Cookie` headers (``HTTPFields/cookieValue(_:)``).
-    func cookieValue(_ name: String) -> String? {
-        headers.cookieValue(name)
-    }
-}
-
-extension HTTPFields {
     /// The value of the first cookie named `name` in the `Cookie` headers (``RequestCookie/value(_:in:)``).
     func cookieValue(_ name: String) -> String? {
-        RequestCookie.value(name, in: self[values: .cookie])
+        RequestCookie.value(name, in: headers[values: .cookie])
     }
 }
 
