@@ -15,13 +15,40 @@ public protocol EventLoopResponder: Sendable {
     func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse?
 }
 
-/// A complete answer: a head and, if any, a body (the channel handler adds `Date` and the framing).
+/// A complete answer from memory: a status, fields encoded beforehand (they may serve many answers) and,
+/// if any, a body. The channel handler adds `Content-Length`, `Date` and `Connection` as it writes it.
 public struct ImmediateResponse: Sendable {
-    public var head: HTTPResponse
+    public var status: HTTPResponse.Status
+    public var fields: EncodedFields
     public var body: ByteBuffer?
 
-    public init(head: HTTPResponse, body: ByteBuffer? = nil) {
-        self.head = head
+    public init(status: HTTPResponse.Status, fields: EncodedFields, body: ByteBuffer? = nil) {
+        self.status = status
+        self.fields = fields
         self.body = body
     }
+}
+
+/// Response fields as they go on the wire (`Name: value` lines), encoded once: an answer given many
+/// times (the same session's check, thousands of times a second) does not encode them again.
+///
+/// The fields the writer owns are left out: `Content-Length` and `Transfer-Encoding` (the framing, from
+/// the body), `Date` and `Connection` (from the connection). HTTP types has already refused names and
+/// values HTTP cannot carry.
+public struct EncodedFields: Sendable, Equatable {
+    /// The fields encoded, without those the writer owns.
+    public let fields: HTTPFields
+    /// Their lines, each ended by CRLF.
+    let bytes: ByteBuffer
+
+    public init(_ fields: HTTPFields) {
+        let kept = fields.filter { !Self.ownedByWriter.contains($0.name) }
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(kept.reduce(0) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 })
+        for field in kept { ResponseEncoder.appendField(field, to: &bytes) }
+        self.fields = HTTPFields(kept)
+        self.bytes = bytes
+    }
+
+    static let ownedByWriter: [HTTPField.Name] = [.contentLength, .transferEncoding, .date, .connection]
 }

@@ -20,7 +20,7 @@ import NIOHTTPTypesHTTP1
 /// answered only once the answer before it is written to the socket, and reading stops meanwhile; a
 /// head, a stalled body, an idle connection and an unread answer each have a deadline (one lazily
 /// rescheduled timer per connection: a deadline that moves later costs a store, not a new timer).
-final class RequestChannelHandler<Responder: HTTPResponder>: ChannelDuplexHandler, RemovableChannelHandler
+final class RequestChannelHandler<Responder: HTTPResponder>: ChannelDuplexHandler, RemovableChannelHandler, ByteArrivalObserver
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = ByteBuffer
@@ -101,6 +101,11 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         perform(action, context: context)
     }
 
+    /// Bytes arrived (``ByteArrivalNotifier``, before the decoder): with no request under way, a head begins.
+    func bytesArrived() {
+        if assembly.isIdle { headStarted = true }
+    }
+
     /// After each read: a head still incomplete gets its deadline (once, from its first read), a body
     /// that progressed gets its deadline pushed back. A whole request in one read sets neither.
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -123,9 +128,6 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case is ByteArrivalNotifier.BytesArrived:
-            if assembly.isIdle { headStarted = true }
-            return
         case ChannelEvent.inputClosed:
             // The peer half-closed (it sends no more requests): answer what it sent, then close.
             perform(assembly.peerFinished(), context: context)
@@ -228,7 +230,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
            let answer = immediate.immediateResponse(to: head) {
             immediateNesting += 1
             defer { immediateNesting -= 1 }
-            send(head: answer.head, body: answer.body, end: true, trailers: nil)
+            send(answer)
             return
         }
         let request: HTTPRequest
@@ -279,6 +281,26 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             return context.writeAndFlush(wrapOutboundOut(buffer))
         }
         encoder.appendEnd(trailers: trailers, to: &buffer)
+        return writeLast(buffer, context: context)
+    }
+
+    /// Writes an answer given from memory, head and body in one buffer. On the event loop.
+    private func send(_ answer: ImmediateResponse) {
+        guard let context, assembly.isResponding else { return }
+        let bodyBytes = answer.body?.readableBytes ?? 0
+        var buffer = context.channel.allocator.buffer(capacity: 128 + answer.fields.bytes.readableBytes + bodyBytes)
+        encoder.appendHead(status: answer.status, fields: answer.fields, bodyCount: bodyBytes, date: dates.current,
+                           keepAlive: assembly.keepsConnection, to: &buffer)
+        if encoder.closesConnection { assembly.closeAfterResponse() }
+        if let body = answer.body, encoder.appendBodyPrefix(count: bodyBytes, to: &buffer) {
+            buffer.writeImmutableBuffer(body)
+        }
+        writeLast(buffer, context: context)
+    }
+
+    /// Writes the last bytes of an answer, then starts what comes after it once the socket has them.
+    @discardableResult
+    private func writeLast(_ buffer: ByteBuffer, context: ChannelHandlerContext) -> EventLoopFuture<Void> {
         assembly.responseEnded()
         let written = context.writeAndFlush(wrapOutboundOut(buffer))
         // Usually the socket takes the whole answer at once and this runs right here; until it has,

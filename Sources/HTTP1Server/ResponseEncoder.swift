@@ -102,6 +102,35 @@ struct ResponseEncoder {
         buffer.writeStaticString("\r\n")
     }
 
+    /// The head of an answer given from memory (``ImmediateResponse``): the status line, the encoded
+    /// fields as they are, then `Content-Length` (`bodyCount`; none for a status without a body),
+    /// `date` and `Connection` when one is due. The body, if any, is sent as it is.
+    mutating func appendHead(status: HTTPResponse.Status, fields: EncodedFields, bodyCount: Int, date: String,
+                             keepAlive: Bool = true, to buffer: inout ByteBuffer) {
+        let code = status.code
+        let statusHasNoBody = code < 200 || code == 204 || code == 304
+        framing = statusHasNoBody || answersHEAD ? .none : .contentLength
+        closesConnection = !keepAlive
+        buffer.writeStaticString("HTTP/1.1 ")
+        buffer.writeString(String(code))
+        buffer.writeStaticString(" ")
+        buffer.writeString(status.reasonPhrase)
+        buffer.writeStaticString("\r\n")
+        buffer.writeImmutableBuffer(fields.bytes)
+        if !statusHasNoBody {
+            buffer.writeStaticString("Content-Length: ")
+            buffer.writeString(String(bodyCount))
+            buffer.writeStaticString("\r\n")
+        }
+        Self.appendDate(date, to: &buffer)
+        if closesConnection {
+            Self.appendConnection("close", to: &buffer)
+        } else if answersHTTP10 {
+            Self.appendConnection("keep-alive", to: &buffer)
+        }
+        buffer.writeStaticString("\r\n")
+    }
+
     private static func appendDate(_ date: String, to buffer: inout ByteBuffer) {
         buffer.writeStaticString("Date: ")
         buffer.writeString(date)
@@ -164,7 +193,7 @@ struct ResponseEncoder {
         for field in fields { appendField(field, to: &buffer) }
     }
 
-    private static func appendField(_ field: HTTPField, to buffer: inout ByteBuffer) {
+    static func appendField(_ field: HTTPField, to buffer: inout ByteBuffer) {
         buffer.writeString(field.name.rawName)
         buffer.writeStaticString(": ")
         buffer.writeString(field.value)

@@ -23,10 +23,11 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
+            let handler = RequestChannelHandler(responder: responder, immediate: immediate, limits: limits, dates: dates, logger: self.logger)
             try channel.pipeline.syncOperations.addHandlers(
-                ByteArrivalNotifier(),
+                ByteArrivalNotifier(observer: handler),
                 ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                RequestChannelHandler(responder: responder, immediate: immediate, limits: limits, dates: dates, logger: self.logger))
+                handler)
             return Value(channel: channel)
         }
     }

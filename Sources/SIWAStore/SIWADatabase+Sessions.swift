@@ -35,8 +35,8 @@ extension SIWADatabase {
     /// and nothing since ended sessions (see there for what keeps it honest).
     public func gatewaySession(tokenHash: String, now: Int64) async throws -> (SessionRecord, UserAccount)? {
         switch sessionCache.lookup(tokenHash, now: now) {
-        case .hit(let session, let user):
-            return (session, user)
+        case .hit(let entry):
+            return (entry.session, entry.user)
         case .miss(let generation):
             guard let (session, user) = try await self.session(tokenHash: tokenHash, now: now, touch: false) else { return nil }
             if let generation { sessionCache.store(tokenHash, session: session, user: user, generation: generation) }
@@ -46,9 +46,9 @@ extension SIWADatabase {
 
     /// The session `tokenHash` names if the gateway's cache holds it, valid at `now`; nil when it does not
     /// (a miss says nothing: ``gatewaySession(tokenHash:now:)`` then reads the database). Never waits.
-    public func cachedGatewaySession(tokenHash: String, now: Int64) -> (SessionRecord, UserAccount)? {
-        guard case .hit(let session, let user) = sessionCache.lookup(tokenHash, now: now) else { return nil }
-        return (session, user)
+    public func cachedGatewaySession(tokenHash: String, now: Int64) -> CachedSession? {
+        guard case .hit(let entry) = sessionCache.lookup(tokenHash, now: now) else { return nil }
+        return entry
     }
 
     /// Ends one session (sign-out). No error when it does not exist.

@@ -24,22 +24,16 @@ final class SessionCache: Sendable {
     /// The default number of sessions kept (`GATEWAY_SESSION_CACHE`); 0 turns the cache off.
     static let defaultCapacity = 10_000
 
-    struct Entry: Sendable {
-        let session: SessionRecord
-        let user: UserAccount
-        let readAt: ContinuousClock.Instant
-    }
-
     /// What a lookup found: a fresh entry, or the generation a read from the database must still match
     /// for its result to be stored (nil: do not store).
     enum Lookup: Sendable {
-        case hit(SessionRecord, UserAccount)
+        case hit(CachedSession)
         case miss(storeIfGeneration: UInt64?)
     }
 
     private struct State {
-        var newer: [String: Entry] = [:]
-        var older: [String: Entry] = [:]
+        var newer: [String: CachedSession] = [:]
+        var older: [String: CachedSession] = [:]
         var generation: UInt64 = 0
         var capacity: Int
         /// False while a PostgreSQL instance is not listening for other instances' changes.
@@ -70,7 +64,7 @@ final class SessionCache: Sendable {
             guard state.enabled, state.capacity > 0 else { return .miss(storeIfGeneration: nil) }
             let entry = state.newer[tokenHash] ?? state.older[tokenHash]
             if let entry, instant - entry.readAt < Self.lifetime, entry.session.expiresAt > now {
-                return .hit(entry.session, entry.user)
+                return .hit(entry)
             }
             return .miss(storeIfGeneration: state.generation)
         }
@@ -88,7 +82,7 @@ final class SessionCache: Sendable {
                 state.newer.reserveCapacity(max(1, state.capacity / 2))
             }
             state.older[tokenHash] = nil
-            state.newer[tokenHash] = Entry(session: session, user: user, readAt: instant)
+            state.newer[tokenHash] = CachedSession(session: session, user: user, readAt: instant)
         }
     }
 
@@ -111,6 +105,37 @@ final class SessionCache: Sendable {
         state.withLock { state in
             state.forgetAll()
             state.capacity = max(0, capacity)
+        }
+    }
+}
+
+/// One session as the gateway's cache holds it: what the database said, read once, shared by every hit
+/// (a reference, so a hit copies none of the records' fields).
+public final class CachedSession: Sendable {
+    public let session: SessionRecord
+    public let user: UserAccount
+    let readAt: ContinuousClock.Instant
+    /// What a reader made of this entry once (``derived(_:)``).
+    @usableFromInline let derivedValue = Mutex<AnyObject?>(nil)
+
+    init(session: SessionRecord, user: UserAccount, readAt: ContinuousClock.Instant) {
+        self.session = session
+        self.user = user
+        self.readAt = readAt
+    }
+
+    /// `make`'s result for this entry, made on the first call and kept as long as the entry (at most
+    /// ``SessionCache/lifetime``): the gateway's answer is the same for every hit on the same read, so it
+    /// is encoded once per read instead of once per check. A reader always asks for the same class; a
+    /// different one is made again (and kept instead). Inlined into the caller, so the check costs a
+    /// class comparison, not a generic cast.
+    @inlinable
+    public func derived<T: AnyObject & Sendable>(_ make: (UserAccount) -> T) -> T {
+        derivedValue.withLock { value in
+            if let made = value as? T { return made }
+            let made = make(user)
+            value = made
+            return made
         }
     }
 }

@@ -139,4 +139,50 @@ struct ResponseEncoderTests {
         encoder.appendEnd(trailers: [HTTPField.Name("X-Sum")!: "1"], to: &buffer)
         #expect(String(buffer: buffer) == "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello")
     }
+
+    // MARK: Answers from memory (encoded fields)
+
+    static let date = "Thu, 26 Nov 2026 12:00:00 GMT"
+
+    /// An answer from memory on the wire: its head from encoded fields, then its body.
+    static func wire(_ status: HTTPResponse.Status, _ fields: EncodedFields, body: String = "", answersHEAD: Bool = false,
+                     answersHTTP10: Bool = false, keepAlive: Bool = true) -> (wire: String, closes: Bool) {
+        var encoder = ResponseEncoder(answersHEAD: answersHEAD, answersHTTP10: answersHTTP10)
+        var buffer = ByteBuffer()
+        encoder.appendHead(status: status, fields: fields, bodyCount: body.utf8.count, date: date, keepAlive: keepAlive, to: &buffer)
+        if encoder.appendBodyPrefix(count: body.utf8.count, to: &buffer) { buffer.writeString(body) }
+        return (String(buffer: buffer), encoder.closesConnection)
+    }
+
+    @Test("encoded fields leave out what the writer owns, and keep the rest in order and case")
+    func encodedFields() {
+        let fields: HTTPFields = [HTTPField.Name("X-Auth-Request-User")!: "u1", .contentLength: "9", .date: "yesterday",
+                                  .cacheControl: "no-store", .connection: "close", .transferEncoding: "chunked", .setCookie: "a=1"]
+        let encoded = EncodedFields(fields)
+        #expect(encoded.fields == [HTTPField.Name("X-Auth-Request-User")!: "u1", .cacheControl: "no-store", .setCookie: "a=1"])
+        #expect(String(buffer: encoded.bytes) == "X-Auth-Request-User: u1\r\nCache-Control: no-store\r\nSet-Cookie: a=1\r\n")
+        #expect(EncodedFields([:]).bytes.readableBytes == 0)
+    }
+
+    @Test("an answer from memory: the same bytes as the response with those fields, Content-Length and Date through the general path",
+          arguments: [(200, "quick"), (202, ""), (401, "{}"), (204, ""), (304, "")])
+    func answerFromMemory(code: Int, body: String) {
+        let status = HTTPResponse.Status(code: code)
+        let fields: HTTPFields = [HTTPField.Name("X-Auth-Request-Email")!: "a@example.com", .cacheControl: "no-store"]
+        for (answersHEAD, answersHTTP10, keepAlive) in [(false, false, true), (true, false, true), (false, true, true), (false, false, false), (true, true, false)] {
+            var general = ResponseEncoder(answersHEAD: answersHEAD, answersHTTP10: answersHTTP10)
+            var expected = ByteBuffer()
+            var full = fields
+            full[.contentLength] = String(body.utf8.count)
+            general.appendHead(Self.response(status, full), date: Self.date, keepAlive: keepAlive, to: &expected)
+            if general.appendBodyPrefix(count: body.utf8.count, to: &expected) { expected.writeString(body) }
+            let (wire, closes) = Self.wire(status, EncodedFields(fields), body: body, answersHEAD: answersHEAD,
+                                           answersHTTP10: answersHTTP10, keepAlive: keepAlive)
+            let label = "\(code) HEAD \(answersHEAD) HTTP/1.0 \(answersHTTP10) keep-alive \(keepAlive)"
+            #expect(wire == String(buffer: expected), "\(label)")
+            #expect(closes == general.closesConnection, "\(label)")
+        }
+        #expect(Self.wire(.accepted, EncodedFields(fields)).wire
+                == "HTTP/1.1 202 Accepted\r\nX-Auth-Request-Email: a@example.com\r\nCache-Control: no-store\r\nContent-Length: 0\r\nDate: \(Self.date)\r\n\r\n")
+    }
 }

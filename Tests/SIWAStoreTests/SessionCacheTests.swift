@@ -1,5 +1,6 @@
 import Foundation
 import SIWATestSupport
+import Synchronization
 import Testing
 
 @testable import SIWAStore
@@ -54,6 +55,48 @@ struct SessionCacheTests {
         #expect(Self.isHit(cache.lookup("h", now: 1_500)))
         cache.invalidateAll()
         #expect(!Self.isHit(cache.lookup("h", now: 1_500)))
+    }
+
+    static func entry(_ lookup: SessionCache.Lookup) -> CachedSession? {
+        if case .hit(let entry) = lookup { return entry }
+        return nil
+    }
+
+    final class Made: Sendable {
+        let name: String
+        init(_ account: UserAccount) { name = account.givenName ?? "" }
+    }
+
+    final class OtherMade: Sendable {
+        init(_ account: UserAccount) {}
+    }
+
+    @Test("what a reader derives from an entry is made once per read of the session, and made again after the next read")
+    func derivedOncePerRead() throws {
+        let cache = SessionCache(capacity: 10, enabled: true)
+        let (session, user) = Self.record("h")
+        let made = Mutex(0)
+        func derive(_ entry: CachedSession) -> Made {
+            entry.derived { account in
+                made.withLock { $0 += 1 }
+                return Made(account)
+            }
+        }
+        cache.store("h", session: session, user: user, generation: try #require(Self.generation(cache.lookup("h", now: 1_500))))
+        let entry = try #require(Self.entry(cache.lookup("h", now: 1_500)))
+        let first = derive(entry)
+        #expect(first.name == "Ada")
+        #expect(derive(try #require(Self.entry(cache.lookup("h", now: 1_500)))) === first)
+        #expect(made.withLock { $0 } == 1)
+        // another class asked of the same entry is made (and the first made again after it)
+        _ = entry.derived(OtherMade.init)
+        #expect(derive(entry) !== first && made.withLock { $0 } == 2)
+        // the next read of the session is a new entry, derived anew
+        cache.store("h", session: session, user: user, generation: try #require(Self.generation(cache.lookup("h", now: 1_500, at: .now + .seconds(1)))))
+        let reread = try #require(Self.entry(cache.lookup("h", now: 1_500)))
+        #expect(reread !== entry)
+        _ = derive(reread)
+        #expect(made.withLock { $0 } == 3)
     }
 
     @Test("bounded: never more than its capacity, the most recently stored kept")

@@ -91,11 +91,11 @@ extension SIWADependencies {
     /// (the check answered on the event loop, ``GatewayCheckOnLoop``), from the values of the request's
     /// `Authorization` and `Cookie` fields: the signed-in session, or nil for every other case, which the
     /// route then decides.
-    func cachedGatewaySession(authorization: [String], cookies cookieHeaders: [String]) -> SignedInSession? {
-        guard case let .token(token, kind) = presentedSession(authorization: authorization, cookies: cookieHeaders) else { return nil }
-        let hash = BearerSecret.hash(token)
-        guard let (record, account) = database.cachedGatewaySession(tokenHash: hash, now: now()), record.kind == kind else { return nil }
-        return SignedInSession(tokenHash: hash, record: record, account: account)
+    func cachedGatewaySession(authorization: [String], cookies cookieHeaders: [String]) -> CachedSession? {
+        guard case let .token(token, kind) = presentedSession(authorization: authorization, cookies: cookieHeaders),
+              let entry = database.cachedGatewaySession(tokenHash: BearerSecret.hash(token), now: now()), entry.session.kind == kind
+        else { return nil }
+        return entry
     }
 
     /// Which secret the gateway judges a request by: the bearer when one is presented, else the cookie.

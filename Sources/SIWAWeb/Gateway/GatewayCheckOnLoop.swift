@@ -1,4 +1,5 @@
 import HTTP1Server
+import SIWAStore
 import HTTPTypes
 import NIOHTTP1
 
@@ -6,7 +7,7 @@ import NIOHTTP1
 /// session (issue 36): the check runs before every request of a protected app, and a Task on the
 /// cooperative pool, the router and the hop back to the event loop cost several times what the answer
 /// does. The answer is the route's own (``GatewayController/allowedFields(_:)``, counted as `allowed`),
-/// byte for byte but for the `Date` field.
+/// byte for byte but for the `Date` field; its fields are encoded once per cache entry.
 ///
 /// Everything else goes to the route, unchanged: a cache miss (the route reads the database and fills the
 /// cache), a refusal, `?redirect=true` or any other query, and every request while requests are logged
@@ -23,12 +24,20 @@ struct GatewayCheckOnLoop: EventLoopResponder {
 
     func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse? {
         guard !logsRequests, head.uri == "/oauth2/auth", Self.methods.contains(head.method),
-              let session = dependencies.cachedGatewaySession(authorization: head.headers["authorization"],
-                                                              cookies: head.headers["cookie"])
+              let entry = dependencies.cachedGatewaySession(authorization: head.headers["authorization"],
+                                                            cookies: head.headers["cookie"])
         else { return nil }
         dependencies.metrics.gatewayCheck(.allowed)
-        var fields = GatewayController.allowedFields(session.account)
-        fields[.contentLength] = "0"
-        return ImmediateResponse(head: HTTPResponse(status: .accepted, headerFields: fields))
+        // Encoded once per read of the session (the cache's entry lives under a second), not per check.
+        return ImmediateResponse(status: .accepted, fields: entry.derived(AllowedFields.init).encoded)
+    }
+
+    /// The 202's fields for one read of a session, encoded.
+    final class AllowedFields: Sendable {
+        let encoded: EncodedFields
+
+        init(_ account: UserAccount) {
+            encoded = EncodedFields(GatewayController.allowedFields(account))
+        }
     }
 }

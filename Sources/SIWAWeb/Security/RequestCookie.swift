@@ -15,7 +15,6 @@ enum RequestCookie {
     /// table of cookies for each lookup (a test compares both on random headers). A piece that starts
     /// with a non-ASCII byte is left to Hummingbird's reading, whose notion of whitespace covers Unicode's.
     static func value(_ name: String, in headers: [String]) -> String? {
-        let wanted = Array(name.utf8)
         for header in headers {
             var utf8 = header.utf8[...]
             while !utf8.isEmpty {
@@ -24,7 +23,7 @@ enum RequestCookie {
                 utf8 = end == utf8.endIndex ? utf8[end...] : utf8[utf8.index(after: end)...]
                 while let first = piece.first, first == 0x20 || (0x09...0x0D).contains(first) { piece = piece.dropFirst() }
                 if let first = piece.first, first >= 0x80 { return Hummingbird.Cookies(from: headers)[name]?.value }
-                guard let equals = piece.firstIndex(of: UInt8(ascii: "=")), piece[..<equals].elementsEqual(wanted) else { continue }
+                guard let equals = piece.firstIndex(of: UInt8(ascii: "=")), piece[..<equals].elementsEqual(name.utf8) else { continue }
                 // Hummingbird splits `name=value` once on `=` without empty parts: `=`s right after the
                 // first belong to neither, and a cookie with nothing after them has no value (nil).
                 let value = piece[piece.index(after: equals)...].drop { $0 == UInt8(ascii: "=") }
