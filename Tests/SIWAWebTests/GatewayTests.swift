@@ -260,7 +260,7 @@ struct GatewayTests {
 
     @Test("/oauth2/start shares /auth/apple's rate-limit budget and its navigation check", arguments: [Backend.sqlite])
     func startIsLimitedLikeAuthApple(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2"]) { app, browser in
+        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2"], now: TestApp.stillClock()) { app, browser in
             #expect(try await browser.get("/oauth2/start?rd=%2Fa", headers: [.secFetchMode: "no-cors"]).status == .forbidden)
             #expect(try await app.database.countPendingAuthorizations(now: Self.now()) == 0)
             #expect(try await browser.get("/auth/apple").status == .seeOther)

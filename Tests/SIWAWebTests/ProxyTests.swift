@@ -130,17 +130,10 @@ struct ProxyLiveTests {
     static let proxy = "127.0.0.1"
     static let stranger = "127.0.0.2"
 
-    /// The time at the test's start, standing still: the rate limit counts in fixed minutes, and a test
-    /// that crossed a minute's end (a loaded machine) found its budget renewed half-way.
-    static func stillClock() -> @Sendable () -> Int64 {
-        let start = Int64(Date().timeIntervalSince1970)
-        return { start }
-    }
-
     @Test("an untrusted peer's forged X-Forwarded-For is ignored: its requests share its own bucket", arguments: [Backend.sqlite])
     func forgedForwardedFor(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true,
-                              now: Self.stillClock()) { _, browser in
+                              now: TestApp.stillClock()) { _, browser in
             let port = try #require(browser.port)
             var statuses: [Int] = []
             for index in 1...3 {
@@ -156,7 +149,7 @@ struct ProxyLiveTests {
     @Test("behind the trusted proxy: per client address, per matched route, whatever the path spelling", arguments: [Backend.sqlite])
     func perClientPerRoute(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true,
-                              now: Self.stillClock()) { _, browser in
+                              now: TestApp.stillClock()) { _, browser in
             let port = try #require(browser.port)
             func get(_ path: String, client: String) async throws -> Int {
                 try await SourceBoundHTTP.status(port: port, path: path, from: Self.proxy, headers: [("X-Forwarded-For", client)])

@@ -34,6 +34,13 @@ struct TestApp {
         return values
     }
 
+    /// The time at the call, standing still (for `run`'s `now`): the rate limit counts in fixed minutes,
+    /// and a case that crossed a minute's end on a loaded machine found its budget renewed half-way.
+    static func stillClock() -> @Sendable () -> Int64 {
+        let start = Int64(Date().timeIntervalSince1970)
+        return { start }
+    }
+
     /// Runs `test` against the app on a private database on `backend` (skipped when that backend is
     /// unavailable), with a loopback Apple; both are gone afterwards.
     static func run(
