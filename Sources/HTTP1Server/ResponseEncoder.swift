@@ -51,13 +51,11 @@ struct ResponseEncoder {
     /// every response allocate its fields' storage again.)
     mutating func appendHead(_ response: HTTPResponse, date: String? = nil, keepAlive: Bool = true, to buffer: inout ByteBuffer) {
         let fields = response.headerFields
-        let code = response.status.code
         closesConnection = !keepAlive || (fields.contains(.connection) && Self.namesClose(fields))
         // A status without a body carries no framing fields at all.
-        var statusHasNoBody = false
+        let statusHasNoBody = Self.hasNoBody(response.status.code)
         var chunked = false
-        if code < 200 || code == 204 || code == 304 {
-            statusHasNoBody = true
+        if statusHasNoBody {
             framing = .none
         } else if fields.contains(.contentLength) {
             framing = answersHEAD ? .none : .contentLength
@@ -68,13 +66,9 @@ struct ResponseEncoder {
             chunked = true
             framing = answersHEAD ? .none : .chunked
         }
-        let connection: StaticString? = closesConnection ? "close" : answersHTTP10 ? "keep-alive" : nil
+        let connection = connectionValue
 
-        buffer.writeStaticString("HTTP/1.1 ")
-        buffer.writeString(String(code))
-        buffer.writeStaticString(" ")
-        buffer.writeString(response.status.reasonPhrase)
-        buffer.writeStaticString("\r\n")
+        Self.appendStatusLine(response.status, to: &buffer)
         var wroteDate = false, wroteTransferEncoding = false, wroteConnection = false
         for field in fields {
             switch field.name {
@@ -107,15 +101,10 @@ struct ResponseEncoder {
     /// `date` and `Connection` when one is due. The body, if any, is sent as it is.
     mutating func appendHead(status: HTTPResponse.Status, fields: EncodedFields, bodyCount: Int, date: String,
                              keepAlive: Bool = true, to buffer: inout ByteBuffer) {
-        let code = status.code
-        let statusHasNoBody = code < 200 || code == 204 || code == 304
+        let statusHasNoBody = Self.hasNoBody(status.code)
         framing = statusHasNoBody || answersHEAD ? .none : .contentLength
         closesConnection = !keepAlive
-        buffer.writeStaticString("HTTP/1.1 ")
-        buffer.writeString(String(code))
-        buffer.writeStaticString(" ")
-        buffer.writeString(status.reasonPhrase)
-        buffer.writeStaticString("\r\n")
+        Self.appendStatusLine(status, to: &buffer)
         buffer.writeImmutableBuffer(fields.bytes)
         if !statusHasNoBody {
             buffer.writeStaticString("Content-Length: ")
@@ -123,11 +112,26 @@ struct ResponseEncoder {
             buffer.writeStaticString("\r\n")
         }
         Self.appendDate(date, to: &buffer)
-        if closesConnection {
-            Self.appendConnection("close", to: &buffer)
-        } else if answersHTTP10 {
-            Self.appendConnection("keep-alive", to: &buffer)
-        }
+        if let connection = connectionValue { Self.appendConnection(connection, to: &buffer) }
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// 1xx, 204 and 304 carry no body, and so no framing fields.
+    private static func hasNoBody(_ code: Int) -> Bool {
+        code < 200 || code == 204 || code == 304
+    }
+
+    /// The `Connection` field this response needs, once `closesConnection` is set: `close`, `keep-alive`
+    /// to an HTTP/1.0 request that stays open, else none.
+    private var connectionValue: StaticString? {
+        closesConnection ? "close" : answersHTTP10 ? "keep-alive" : nil
+    }
+
+    private static func appendStatusLine(_ status: HTTPResponse.Status, to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("HTTP/1.1 ")
+        buffer.writeString(String(status.code))
+        buffer.writeStaticString(" ")
+        buffer.writeString(status.reasonPhrase)
         buffer.writeStaticString("\r\n")
     }
 
