@@ -24,29 +24,3 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.idleTimeout = idleTimeout
     }
 }
-
-/// Tells `RequestChannelHandler` that bytes arrived, before NIO's decoder turns them into request parts
-/// (it sees nothing of a head until the head is complete): the first byte of a request starts the
-/// head's deadline. It calls the handler directly (both live on the connection's event loop, in the
-/// same pipeline): a user event sent down the pipeline was cast by every handler on its way, on every read.
-final class ByteArrivalNotifier: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-
-    private let observer: any ByteArrivalObserver
-
-    init(observer: any ByteArrivalObserver) {
-        self.observer = observer
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        observer.bytesArrived()
-        context.fireChannelRead(data)
-    }
-}
-
-/// What ``ByteArrivalNotifier`` tells of each read.
-protocol ByteArrivalObserver: AnyObject {
-    /// Bytes arrived, before the decoder reads them.
-    func bytesArrived()
-}

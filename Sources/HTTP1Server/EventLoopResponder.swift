@@ -6,13 +6,56 @@ import NIOHTTP1
 /// that takes microseconds from memory, where starting a Task on the cooperative pool and hopping back
 /// to the event loop to write would cost more than the answer itself (the gateway's check, issue 36).
 ///
-/// `TaskPerRequestChannel` asks it about each request without a body, with NIO's head as it was parsed
-/// (before the conversion to HTTP types the responder's request gets, which it would not need); nil
-/// leaves the request to the responder, as if it were not there. It runs on the event loop, so it must
-/// never block nor wait: an answer it cannot give from memory at once is nil.
+/// `TaskPerRequestChannel` asks it about each request without a body: a read that is exactly one plain
+/// head before NIO's decoder sees it (``PlainRequestHead``), any other request with NIO's head as it was
+/// parsed (never converted to the HTTP types the responder's request gets, which it would not need);
+/// nil leaves the request to the responder, as if it were not there. It runs on the event loop, so it
+/// must never block nor wait: an answer it cannot give from memory at once is nil.
 public protocol EventLoopResponder: Sendable {
-    /// The whole answer to the request `head`, or nil for the responder to answer it.
-    func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse?
+    /// The whole answer to `request`, or nil for the responder to answer it.
+    func immediateResponse(to request: ImmediateRequest) -> ImmediateResponse?
+}
+
+/// What an ``EventLoopResponder`` is asked about: a request without a body, read by NIO's decoder or,
+/// for a plain head that came in one read, straight from its bytes.
+public struct ImmediateRequest {
+    private enum Source {
+        case decoded(HTTPRequestHead)
+        case plain(PlainRequestHead)
+    }
+
+    private let source: Source
+
+    public init(_ head: HTTPRequestHead) {
+        source = .decoded(head)
+    }
+
+    init(_ head: PlainRequestHead) {
+        source = .plain(head)
+    }
+
+    public var method: HTTPMethod {
+        switch source {
+        case .decoded(let head): head.method
+        case .plain(let head): head.method
+        }
+    }
+
+    /// The request target as sent (`/path?query`).
+    public var uri: String {
+        switch source {
+        case .decoded(let head): head.uri
+        case .plain(let head): head.target
+        }
+    }
+
+    /// Every value of the field `name` (lower-case), in order, as `HTTPHeaders[name]` gives them.
+    public func values(of name: String) -> [String] {
+        switch source {
+        case .decoded(let head): head.headers[name]
+        case .plain(let head): head.values(of: name)
+        }
+    }
 }
 
 /// A complete answer from memory: a status, fields encoded beforehand (they may serve many answers) and,

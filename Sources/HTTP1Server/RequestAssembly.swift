@@ -126,6 +126,14 @@ struct RequestAssembly {
         return .dispatch(head: head, body: body, overLimit: overLimit)
     }
 
+    /// A whole request without a body, read before the decoder (a ``PlainRequestHead``): answered now,
+    /// if no request is under way; false leaves it to the decoder.
+    mutating func receivedWholeRequest(keepAlive: Bool) -> Bool {
+        guard state == .idle, held.isEmpty else { return false }
+        state = .responding(keepAlive: keepAlive && !quiescing)
+        return true
+    }
+
     /// The body limit for `head`'s method: methods whose bodies routes read get `limit`, others none.
     static func bodyLimit(_ limit: Int, for head: HTTPRequestHead) -> Int {
         switch head.method {

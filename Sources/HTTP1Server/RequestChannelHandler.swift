@@ -14,13 +14,13 @@ import NIOHTTPTypesHTTP1
 /// two async sequences, a writer state machine and their locks. Here the parts are assembled on the
 /// event loop (`RequestAssembly`, which also holds pipelined requests back and answers quiescing), and
 /// the response is encoded here (`ResponseEncoder`): a page goes out as one buffer, head and body,
-/// in one write. Only NIO's request decoder (and `ByteArrivalNotifier`) sits in front of it.
+/// in one write. Only NIO's request decoder (and `ReadsBeforeDecoder`) sits in front of it.
 ///
 /// What a client can make it hold is bounded (SPEC §9, `ConnectionLimits`): a pipelined request is
 /// answered only once the answer before it is written to the socket, and reading stops meanwhile; a
 /// head, a stalled body, an idle connection and an unread answer each have a deadline (one lazily
 /// rescheduled timer per connection: a deadline that moves later costs a store, not a new timer).
-final class RequestChannelHandler<Responder: HTTPResponder>: ChannelDuplexHandler, RemovableChannelHandler, ByteArrivalObserver
+final class RequestChannelHandler<Responder: HTTPResponder>: ChannelDuplexHandler, RemovableChannelHandler, ReadsBeforeDecoderReader
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = ByteBuffer
@@ -52,6 +52,10 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private var timerAt = NIODeadline.distantFuture
     /// Bytes of a request arrived since the connection went idle (its head is not complete yet).
     private var headStarted = false
+    /// NIO's decoder is between requests and holds no bytes: every read it was given so far was whole
+    /// plain heads (``PlainRequestHead``), so a read may be answered without it. Once it is given
+    /// anything else, it may hold part of a request, and every later read goes through it.
+    private var decoderBetweenRequests = true
 
     enum DeadlineKind {
         /// No request under way: close quietly.
@@ -101,9 +105,25 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         perform(action, context: context)
     }
 
-    /// Bytes arrived (``ByteArrivalNotifier``, before the decoder): with no request under way, a head begins.
-    func bytesArrived() {
+    /// A read, before the decoder (``ReadsBeforeDecoder``). One plain head, with no request under way, that
+    /// the immediate responder answers is answered here and taken; anything else goes on to the decoder,
+    /// and with no request under way, a head begins.
+    func tookRead(_ bytes: ByteBuffer) -> Bool {
+        if decoderBetweenRequests, let immediate {
+            if let head = PlainRequestHead(bytes) {
+                if assembly.isIdle, let answer = immediate.immediateResponse(to: ImmediateRequest(head)),
+                   assembly.receivedWholeRequest(keepAlive: head.keepAlive) {
+                    deadline = nil
+                    encoder = ResponseEncoder(answersHEAD: head.method == .HEAD, answersHTTP10: false)
+                    send(answer)
+                    return true
+                }
+            } else {
+                decoderBetweenRequests = false
+            }
+        }
         if assembly.isIdle { headStarted = true }
+        return false
     }
 
     /// After each read: a head still incomplete gets its deadline (once, from its first read), a body
@@ -227,7 +247,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         // there, so pipelined immediate answers nest; past `immediateNestingLimit` the next one goes to
         // a Task, which unwinds the stack.
         if let immediate, immediateNesting < Self.immediateNestingLimit, !overLimit, body == nil || body?.readableBytes == 0,
-           let answer = immediate.immediateResponse(to: head) {
+           let answer = immediate.immediateResponse(to: ImmediateRequest(head)) {
             immediateNesting += 1
             defer { immediateNesting -= 1 }
             send(answer)

@@ -6,7 +6,7 @@ import NIOHTTP1
 
 /// What Hummingbird's `Server` sets up on each accepted connection: NIO's HTTP/1.1 request decoder,
 /// then `RequestChannelHandler`, which answers each request in a Task of its own and encodes the
-/// responses itself. The server around it (binding, `onServerRunning`, graceful shutdown by
+/// responses itself (and, through `ReadsBeforeDecoder`, sees each read before the decoder does). The server around it (binding, `onServerRunning`, graceful shutdown by
 /// quiescing) stays Hummingbird's.
 public struct TaskPerRequestChannel<Responder: HTTPResponder>: ServerChildChannel
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
@@ -25,7 +25,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         channel.eventLoop.makeCompletedFuture {
             let handler = RequestChannelHandler(responder: responder, immediate: immediate, limits: limits, dates: dates, logger: self.logger)
             try channel.pipeline.syncOperations.addHandlers(
-                ByteArrivalNotifier(observer: handler),
+                ReadsBeforeDecoder(reader: handler),
                 ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
                 handler)
             return Value(channel: channel)

@@ -22,10 +22,10 @@ struct GatewayCheckOnLoop: EventLoopResponder {
     /// ``GatewayController/authMethods`` as NIO names them (nginx's `auth_request` keeps the original method).
     static let methods = GatewayController.authMethods.map { HTTPMethod(rawValue: $0.rawValue) }
 
-    func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse? {
-        guard !logsRequests, head.uri == "/oauth2/auth", Self.methods.contains(head.method),
-              let entry = dependencies.cachedGatewaySession(authorization: head.headers["authorization"],
-                                                            cookies: head.headers["cookie"])
+    func immediateResponse(to request: ImmediateRequest) -> ImmediateResponse? {
+        guard !logsRequests, request.uri == "/oauth2/auth", Self.methods.contains(request.method),
+              let entry = dependencies.cachedGatewaySession(authorization: request.values(of: "authorization"),
+                                                            cookies: request.values(of: "cookie"))
         else { return nil }
         dependencies.metrics.gatewayCheck(.allowed)
         // Encoded once per read of the session (the cache's entry lives under a second), not per check.

@@ -1,0 +1,201 @@
+import NIOCore
+import NIOHTTP1
+
+/// One read's bytes when they are exactly one request head in the plainest form HTTP/1.1 has, and
+/// nothing else: the gateway's check (nginx sends each subrequest in one write and waits for its
+/// answer), answered before NIO's decoder sees it (`ReadsBeforeDecoder`, issue 36).
+///
+/// It is not a parser of HTTP: it accepts a strict subset of what NIO's decoder (llhttp) accepts and
+/// reads the same way, and refuses everything else, which then goes to the decoder exactly as before.
+/// What it accepts, byte for byte (RFC 9112 §3 and §5, with none of the leniencies):
+/// - the request line `METHOD SP /target SP HTTP/1.1 CRLF`, the method one of `methods`, the target in
+///   origin form of RFC 3986's path and query characters only;
+/// - field lines `name ":" OWS value OWS CRLF`, the name a token, the value visible ASCII with spaces
+///   and tabs inside (no obs-fold, no obs-text, no control character, no bare CR or LF);
+/// - no `Content-Length`, `Transfer-Encoding`, `Upgrade` nor `Expect` (a request without a body and
+///   without anything after it), and `Connection` only as `keep-alive` or `close`;
+/// - the empty line, and then the end of the bytes: nothing pipelined, nothing left for the decoder.
+///
+/// So the decoder, given the same bytes, reads one request with the same method, target and fields, no
+/// body, the same keep-alive, and ends between requests (`PlainRequestHeadTests` holds both readings
+/// side by side on random heads).
+struct PlainRequestHead {
+    let method: HTTPMethod
+    let target: String
+    /// Whether the connection stays after the answer (HTTP/1.1 does unless `Connection: close`).
+    let keepAlive: Bool
+    /// The head's bytes, and where its field lines start.
+    private let bytes: ByteBuffer
+    private let fieldsStart: Int
+
+    /// The longest head taken here; a longer one goes to the decoder (whose limit is 80 KiB).
+    static var lengthLimit: Int { 16 * 1024 }
+
+    /// The methods taken here: those without a request body a gateway's check is asked with.
+    static let methods: [(name: String, method: HTTPMethod)] = [
+        ("GET", .GET), ("HEAD", .HEAD), ("POST", .POST), ("PUT", .PUT), ("PATCH", .PATCH), ("DELETE", .DELETE),
+        ("OPTIONS", .OPTIONS),
+    ]
+
+    /// The head, when `bytes` (one read's readable bytes) are exactly one plain head; nil otherwise.
+    init?(_ bytes: ByteBuffer) {
+        guard bytes.readableBytes <= Self.lengthLimit,
+              let shape = Self.shape(of: bytes.readableBytesUInt8Span) else { return nil }
+        let start = bytes.readerIndex
+        guard let target = bytes.getString(at: start + shape.target.lowerBound, length: shape.target.count) else { return nil }
+        self.method = Self.methods[shape.method].method
+        self.target = target
+        self.keepAlive = shape.keepAlive
+        self.bytes = bytes
+        self.fieldsStart = shape.fieldsStart
+    }
+
+    /// The values of every field named `name` (lower-case ASCII; the head's names in any case), in order, without their surrounding
+    /// whitespace: what NIO's `HTTPHeaders[name]` gives for the same head.
+    func values(of name: String) -> [String] {
+        var values: [String] = []
+        Self.forEachField(in: bytes.readableBytesUInt8Span, from: fieldsStart) { nameRange, valueRange, span in
+            if Self.equalsIgnoringCase(span, nameRange, name) {
+                values.append(bytes.getString(at: bytes.readerIndex + valueRange.lowerBound, length: valueRange.count) ?? "")
+            }
+        }
+        return values
+    }
+
+    // MARK: Reading
+
+    /// Where the parts of a plain head are, relative to the readable bytes.
+    private struct Shape {
+        var method: Int
+        var target: Range<Int>
+        var fieldsStart: Int
+        var keepAlive: Bool
+    }
+
+    private static let version = Array("HTTP/1.1\r\n".utf8)
+
+    private static func shape(of span: Span<UInt8>) -> Shape? {
+        let count = span.count
+        // The empty line ends the bytes: a whole head, and nothing after it.
+        guard count >= 4, span[count - 4] == cr, span[count - 3] == lf, span[count - 2] == cr, span[count - 1] == lf
+        else { return nil }
+        var index = 0
+        while index < count, span[index] != space { index += 1 }
+        guard let method = methods.firstIndex(where: { equals(span, 0..<index, $0.name) }) else { return nil }
+        index += 1
+        let targetStart = index
+        guard index < count, span[index] == UInt8(ascii: "/") else { return nil }
+        while index < count, isTargetByte(span[index]) { index += 1 }
+        let target = targetStart..<index
+        guard index < count, span[index] == space else { return nil }
+        index += 1
+        guard equals(span, index..<(index + version.count), version) else { return nil }
+        let fieldsStart = index + version.count
+        var keepAlive = true
+        var plain = true
+        let end = forEachField(in: span, from: fieldsStart) { name, value, span in
+            switch name.count {
+            case 6 where equalsIgnoringCase(span, name, "expect"), 7 where equalsIgnoringCase(span, name, "upgrade"):
+                plain = false
+            case 10 where equalsIgnoringCase(span, name, "connection"):
+                if equalsIgnoringCase(span, value, "close") {
+                    keepAlive = false
+                } else if !equalsIgnoringCase(span, value, "keep-alive") {
+                    plain = false
+                }
+            case 14 where equalsIgnoringCase(span, name, "content-length"):
+                plain = false
+            case 17 where equalsIgnoringCase(span, name, "transfer-encoding"):
+                plain = false
+            default:
+                break
+            }
+        }
+        // The field lines must run, every one of them plain, up to the empty line that ends the bytes.
+        guard plain, end == count - 2 else { return nil }
+        return Shape(method: method, target: target, fieldsStart: fieldsStart, keepAlive: keepAlive)
+    }
+
+    /// Calls `body` with each field line's name and value (trimmed) from `start`, while the lines are
+    /// plain; returns where the first line that is not a plain field line starts (the empty line's CR
+    /// in a plain head).
+    @discardableResult
+    private static func forEachField(in span: Span<UInt8>, from start: Int,
+                                     _ body: (_ name: Range<Int>, _ value: Range<Int>, _ span: Span<UInt8>) -> Void) -> Int {
+        let count = span.count
+        var index = start
+        while true {
+            let lineStart = index
+            while index < count, isTokenByte(span[index]) { index += 1 }
+            guard index > lineStart, index < count, span[index] == UInt8(ascii: ":") else { return lineStart }
+            let name = lineStart..<index
+            index += 1
+            while index < count, span[index] == space || span[index] == tab { index += 1 }
+            let valueStart = index
+            var valueEnd = index
+            while index < count, isValueByte(span[index]) {
+                if span[index] != space, span[index] != tab { valueEnd = index + 1 }
+                index += 1
+            }
+            guard index + 1 < count, span[index] == cr, span[index + 1] == lf else { return lineStart }
+            body(name, valueStart..<valueEnd, span)
+            index += 2
+        }
+    }
+
+    // MARK: Bytes
+
+    private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
+
+    /// RFC 9110 §5.6.2's `tchar`.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// RFC 3986's `pchar`, `/` and `?`: an origin-form target's characters (RFC 9112 §3.2.1), nothing else.
+    private static func isTargetByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~!$&'()*+,;=:@/?%".utf8.contains(byte)
+        }
+    }
+
+    /// Visible ASCII, space and tab: a field value's characters without obs-text.
+    private static func isValueByte(_ byte: UInt8) -> Bool {
+        (0x21...0x7E).contains(byte) || byte == space || byte == tab
+    }
+
+    private static func equals(_ span: Span<UInt8>, _ range: Range<Int>, _ text: some Collection<UInt8>) -> Bool {
+        guard range.upperBound <= span.count, range.count == text.count else { return false }
+        var index = range.lowerBound
+        for byte in text {
+            guard span[index] == byte else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    private static func equals(_ span: Span<UInt8>, _ range: Range<Int>, _ text: String) -> Bool {
+        equals(span, range, text.utf8)
+    }
+
+    /// `range`'s bytes are `text` (lower-case ASCII) in any case.
+    private static func equalsIgnoringCase(_ span: Span<UInt8>, _ range: Range<Int>, _ text: String) -> Bool {
+        guard range.upperBound <= span.count, range.count == text.utf8.count else { return false }
+        var index = range.lowerBound
+        for byte in text.utf8 {
+            let found = span[index]
+            let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(found) ? found | 0x20 : found
+            guard lowered == byte else { return false }
+            index += 1
+        }
+        return true
+    }
+}
