@@ -49,6 +49,12 @@ public struct ImmediateRequest {
         }
     }
 
+    /// Whether it was read before NIO's decoder (a ``PlainRequestHead``).
+    var readBeforeDecoder: Bool {
+        if case .plain = source { return true }
+        return false
+    }
+
     /// Every value of the field `name` (lower-case), in order, as `HTTPHeaders[name]` gives them.
     public func values(of name: String) -> [String] {
         switch source {

@@ -10,8 +10,9 @@ import NIOHTTP1
 /// What it accepts, byte for byte (RFC 9112 §3 and §5, with none of the leniencies):
 /// - the request line `METHOD SP /target SP HTTP/1.1 CRLF`, the method one of `methods`, the target in
 ///   origin form of RFC 3986's path and query characters only;
-/// - field lines `name ":" OWS value OWS CRLF`, the name a token, the value visible ASCII with spaces
-///   and tabs inside (no obs-fold, no obs-text, no control character, no bare CR or LF);
+/// - field lines `name ":" spaces value CRLF`, the name a token, the value visible ASCII and spaces
+///   (kept to the line's end, as NIO keeps them; no tab, no obs-fold, no obs-text, no control
+///   character, no bare CR or LF);
 /// - no `Content-Length`, `Transfer-Encoding`, `Upgrade` nor `Expect` (a request without a body and
 ///   without anything after it), and `Connection` only as `keep-alive` or `close`;
 /// - the empty line, and then the end of the bytes: nothing pipelined, nothing left for the decoder.
@@ -50,8 +51,8 @@ struct PlainRequestHead {
         self.fieldsStart = shape.fieldsStart
     }
 
-    /// The values of every field named `name` (lower-case ASCII; the head's names in any case), in order, without their surrounding
-    /// whitespace: what NIO's `HTTPHeaders[name]` gives for the same head.
+    /// The values of every field named `name` (lower-case ASCII; the head's names in any case), in order,
+    /// without the spaces before them: what NIO's `HTTPHeaders[name]` gives for the same head.
     func values(of name: String) -> [String] {
         var values: [String] = []
         Self.forEachField(in: bytes.readableBytesUInt8Span, from: fieldsStart) { nameRange, valueRange, span in
@@ -116,7 +117,7 @@ struct PlainRequestHead {
         return Shape(method: method, target: target, fieldsStart: fieldsStart, keepAlive: keepAlive)
     }
 
-    /// Calls `body` with each field line's name and value (trimmed) from `start`, while the lines are
+    /// Calls `body` with each field line's name and value from `start`, while the lines are
     /// plain; returns where the first line that is not a plain field line starts (the empty line's CR
     /// in a plain head).
     @discardableResult
@@ -130,22 +131,18 @@ struct PlainRequestHead {
             guard index > lineStart, index < count, span[index] == UInt8(ascii: ":") else { return lineStart }
             let name = lineStart..<index
             index += 1
-            while index < count, span[index] == space || span[index] == tab { index += 1 }
+            while index < count, span[index] == space { index += 1 }
             let valueStart = index
-            var valueEnd = index
-            while index < count, isValueByte(span[index]) {
-                if span[index] != space, span[index] != tab { valueEnd = index + 1 }
-                index += 1
-            }
+            while index < count, isValueByte(span[index]) { index += 1 }
             guard index + 1 < count, span[index] == cr, span[index + 1] == lf else { return lineStart }
-            body(name, valueStart..<valueEnd, span)
+            body(name, valueStart..<index, span)
             index += 2
         }
     }
 
     // MARK: Bytes
 
-    private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
+    private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " ")
 
     /// RFC 9110 §5.6.2's `tchar`.
     private static func isTokenByte(_ byte: UInt8) -> Bool {
@@ -167,9 +164,9 @@ struct PlainRequestHead {
         }
     }
 
-    /// Visible ASCII, space and tab: a field value's characters without obs-text.
+    /// Visible ASCII and space: a field value's characters without tab and obs-text.
     private static func isValueByte(_ byte: UInt8) -> Bool {
-        (0x21...0x7E).contains(byte) || byte == space || byte == tab
+        (0x21...0x7E).contains(byte) || byte == space
     }
 
     private static func equals(_ span: Span<UInt8>, _ range: Range<Int>, _ text: some Collection<UInt8>) -> Bool {

@@ -56,6 +56,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// plain heads (``PlainRequestHead``), so a read may be answered without it. Once it is given
     /// anything else, it may hold part of a request, and every later read goes through it.
     private var decoderBetweenRequests = true
+    /// The immediate responder declined the request the decoder reads next (it was asked before the decoder).
+    private var declinedBeforeDecoder = false
 
     enum DeadlineKind {
         /// No request under way: close quietly.
@@ -118,6 +120,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
                     send(answer)
                     return true
                 }
+                // Declined, or a request under way: the decoder reads it next; an idle one was asked already.
+                declinedBeforeDecoder = assembly.isIdle
             } else {
                 decoderBetweenRequests = false
             }
@@ -242,11 +246,13 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     private func dispatch(head: HTTPRequestHead, body: ByteBuffer?, overLimit: Bool, context: ChannelHandlerContext) {
         encoder = ResponseEncoder(answersHEAD: head.method == .HEAD, answersHTTP10: head.version == .http1_0)
+        let asked = declinedBeforeDecoder
+        declinedBeforeDecoder = false
         // An answer from memory is written here, on the loop: no Task, no hop back. A socket that takes
         // it at once completes the write inside `send`, which starts the next pipelined request right
         // there, so pipelined immediate answers nest; past `immediateNestingLimit` the next one goes to
         // a Task, which unwinds the stack.
-        if let immediate, immediateNesting < Self.immediateNestingLimit, !overLimit, body == nil || body?.readableBytes == 0,
+        if let immediate, !asked, immediateNesting < Self.immediateNestingLimit, !overLimit, body == nil || body?.readableBytes == 0,
            let answer = immediate.immediateResponse(to: ImmediateRequest(head)) {
             immediateNesting += 1
             defer { immediateNesting -= 1 }

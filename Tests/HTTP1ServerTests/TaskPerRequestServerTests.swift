@@ -1,5 +1,5 @@
 import Foundation
-import HTTP1Server
+@testable import HTTP1Server
 import Hummingbird
 import HTTPTypes
 import HummingbirdTesting
@@ -224,14 +224,16 @@ struct TaskPerRequestServerTests {
     // MARK: Answers given on the event loop
 
     /// Answers `GET`/`HEAD /quick` from memory, marked `X-Answered: loop` (the router's `/quick` is not),
-    /// and counts what it was asked.
+    /// and counts what it was asked, and how many of those before NIO's decoder.
     final class QuickAnswers: EventLoopResponder {
         let asked = Mutex(0)
+        let askedBeforeDecoder = Mutex(0)
         static let fields = EncodedFields([HTTPField.Name("X-Answered")!: "loop"])
 
-        func immediateResponse(to head: HTTPRequestHead) -> ImmediateResponse? {
+        func immediateResponse(to request: ImmediateRequest) -> ImmediateResponse? {
             asked.withLock { $0 += 1 }
-            guard head.uri == "/quick", head.method == .GET || head.method == .HEAD else { return nil }
+            if request.readBeforeDecoder { askedBeforeDecoder.withLock { $0 += 1 } }
+            guard request.uri == "/quick", request.method == .GET || request.method == .HEAD else { return nil }
             return ImmediateResponse(status: .ok, fields: Self.fields, body: ByteBuffer(string: "quick"))
         }
     }
@@ -255,6 +257,38 @@ struct TaskPerRequestServerTests {
             try await connection.send("POST /quick HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
             #expect(try await connection.readResponse().status == 404)
             #expect(quick.asked.withLock { $0 } == 3)
+        }
+    }
+
+    @Test("a plain head in one read is asked before NIO's decoder; after a read that is not, every request goes through the decoder, answered alike")
+    func answersBeforeTheDecoder() async throws {
+        let quick = QuickAnswers()
+        try await Self.withConnection(immediate: quick) { connection in
+            let request = "GET /quick HTTP/1.1\r\nHost: x\r\nCookie: a=1\r\n\r\n"
+            try await connection.send(request)
+            let plain = try await connection.readResponse()
+            #expect(quick.askedBeforeDecoder.withLock { $0 } == 1)
+            // Declined before the decoder (not `/quick`): the decoder reads the same bytes and the router answers.
+            try await connection.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse().body == "hello")
+            #expect(quick.asked.withLock { $0 } == 2 && quick.askedBeforeDecoder.withLock { $0 } == 2)  // asked once
+            try await connection.send("HEAD /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await connection.readResponse(hasBody: false).headers["content-length"] == "5")
+            #expect(quick.askedBeforeDecoder.withLock { $0 } == 3)
+            // A request with a body is not plain: from now on the decoder reads every request first.
+            try await connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            #expect(try await connection.readResponse().body == "hi")
+            try await connection.send(request)
+            let decoded = try await connection.readResponse()
+            #expect(quick.askedBeforeDecoder.withLock { $0 } == 3 && quick.asked.withLock { $0 } == 4)
+            #expect(decoded.status == plain.status && decoded.body == plain.body && decoded.headers["x-answered"] == "loop")
+            #expect(decoded.headers.keys.sorted() == plain.headers.keys.sorted())
+        }
+        // Connection: close before the decoder: the answer says so, then the server closes.
+        try await Self.withConnection(immediate: QuickAnswers()) { connection in
+            try await connection.send("GET /quick HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(try await connection.readResponse().headers["connection"] == "close")
+            #expect(try await connection.readToEnd().isEmpty)
         }
     }
 
@@ -365,6 +399,14 @@ struct TaskPerRequestServerTests {
     @Test("graceful shutdown: an idle connection is closed, one with an answer under way gets it and then closes")
     func quiescing() async throws {
         let router = Self.router()
+        // The slow answer says when it has started: a fixed sleep before shutting down raced a loaded
+        // machine, where the connection could still wait in the listen queue, and was reset with it.
+        let started = AsyncStream<Void>.makeStream()
+        router.get("/slow-started") { _, _ -> String in
+            started.continuation.yield()
+            try await Task.sleep(for: .milliseconds(100))
+            return "slow"
+        }
         let logger = Logger(label: "http1-test")
         let port = AsyncStream<Int>.makeStream()
         let app = Application(
@@ -382,8 +424,9 @@ struct TaskPerRequestServerTests {
                 try await RawConnection.with(port: serverPort) { busy in
                     try await idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                     #expect(try await idle.readResponse().body == "hello")
-                    try await busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-                    try await Task.sleep(for: .milliseconds(20))  // the slow answer is under way
+                    try await busy.send("GET /slow-started HTTP/1.1\r\nHost: x\r\n\r\n")
+                    var startedAnswers = started.stream.makeAsyncIterator()
+                    _ = await startedAnswers.next()  // the slow answer is under way
                     await group.triggerGracefulShutdown()
                     #expect(try await idle.readToEnd().isEmpty)
                     #expect(try await busy.readResponse().body == "slow")

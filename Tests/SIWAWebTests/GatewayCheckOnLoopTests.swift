@@ -16,10 +16,10 @@ import Testing
 @Suite("Gateway check on the event loop")
 struct GatewayCheckOnLoopTests {
     /// NIO's head for a request with `fields`, as the HTTP server parses it.
-    static func request(_ fields: HTTPFields, path: String = "/oauth2/auth", method: HTTPRequest.Method = .get) -> HTTPRequestHead {
+    static func request(_ fields: HTTPFields, path: String = "/oauth2/auth", method: HTTPRequest.Method = .get) -> ImmediateRequest {
         var headers = HTTPHeaders([("Host", "localhost")])
         for field in fields { headers.add(name: field.name.rawName, value: field.value) }
-        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method.rawValue), uri: path, headers: headers)
+        return ImmediateRequest(HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method.rawValue), uri: path, headers: headers))
     }
 
     /// An answer's fields without those the HTTP server writes itself (`Date`, the framing), as a list
@@ -30,7 +30,7 @@ struct GatewayCheckOnLoopTests {
 
     /// Asks the route until the cache holds the session (on PostgreSQL the cache is on once its listener
     /// runs), then returns the route's last answer and the event loop's.
-    static func cached(_ browser: Browser, _ onLoop: GatewayCheckOnLoop, _ request: HTTPRequestHead,
+    static func cached(_ browser: Browser, _ onLoop: GatewayCheckOnLoop, _ request: ImmediateRequest,
                        headers: HTTPFields = [:]) async throws -> (routed: TestResponse, immediate: ImmediateResponse) {
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
@@ -63,7 +63,7 @@ struct GatewayCheckOnLoopTests {
             // Field names in any case, as a proxy may send them.
             var upper = HTTPHeaders()
             upper.add(name: "COOKIE", value: "__Host-siwa_session=\(token)")
-            #expect(onLoop.immediateResponse(to: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/oauth2/auth", headers: upper)) != nil)
+            #expect(onLoop.immediateResponse(to: ImmediateRequest(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/oauth2/auth", headers: upper))) != nil)
             // Every method nginx's subrequest may carry; not the others.
             for method in GatewayController.authMethods {
                 #expect(onLoop.immediateResponse(to: Self.request(cookie, method: method))?.status == .accepted, "\(method)")
