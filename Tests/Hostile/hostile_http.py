@@ -376,6 +376,66 @@ SMUGGLING = [
 ]
 
 
+def signed_in_cookie(base_url, emulator, client_id, redirect_uri, person_id):
+    """The `Cookie` field of a browser that has just signed in."""
+    browser = Browser(timeout=10)
+    start = browser.get(base_url + "/auth/apple")
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
+    fields = emulator.approve(client_id, redirect_uri, person_id, state=query["state"][0], nonce=query["nonce"][0])
+    form = [("code", fields["code"]), ("id_token", fields["id_token"]), ("state", fields["state"])]
+    if fields.get("user"):
+        form.append(("user", fields["user"]))
+    done = browser.post(base_url + "/auth/apple/callback", form, initiator=emulator.url + "/auth/authorize")
+    if done.status != 303:
+        raise RuntimeError(f"the sign-in for the gateway cases answered {done.status}")
+    return browser.cookie_header(base_url + "/oauth2/auth")
+
+
+def check_head(cookie, extra=b"", line_end=b"\r\n"):
+    """The gateway's check as nginx sends it, with `extra` field lines before the empty line."""
+    return (b"GET /oauth2/auth HTTP/1.1" + line_end + b"Host: localhost" + line_end + b"Cookie: " + cookie.encode() + line_end
+            + b"X-Forwarded-Uri: /private" + line_end + extra + line_end)
+
+
+def check_cases(cookie):
+    """Shapes aimed at the check answered before NIO's decoder (`PlainRequestHead`): (name, writes, the
+    statuses siwa must answer, whether it must close). A signed-in session's check is 202; whatever is not
+    one plain head in one read must be read by the decoder exactly as before: a body is a body, never a
+    second request, and a head it cannot read is 400 and closed."""
+    check = check_head(cookie)
+    inner = check_head(cookie)
+    return [
+        ("the check, plain, in one write", [check], [202], False),
+        ("the check in two writes", [check[:20], check[20:]], [202], False),
+        ("two checks in one write", [check + check], [202, 202], False),
+        ("a check whose body is another check (Content-Length)",
+         [check_head(cookie, b"Content-Length: %d\r\n" % len(inner)) + inner], [202], False),
+        ("a check whose chunked body is another check",
+         [check_head(cookie, b"Transfer-Encoding: chunked\r\n") + b"%x\r\n" % len(inner) + inner + b"\r\n0\r\n\r\n"], [202], False),
+        ("a check with Transfer-Encoding folded into a field (obs-fold)",
+         [check_head(cookie, b"X-A: a\r\n Transfer-Encoding: chunked\r\n") + b"0\r\n\r\n" + inner], [400], True),
+        ("a check with bare LF line ends and a Content-Length", [check_head(cookie, b"Content-Length: 5\n", b"\n") + inner],
+         [400], True),
+        ("a check with a space before a Content-Length's colon", [check_head(cookie, b"Content-Length : 5\r\n") + inner],
+         [400], True),
+        ("a check with Connection: close, then a check", [check_head(cookie, b"Connection: close\r\n"), check], [202], True),
+    ]
+
+
+def send_check_case(target, writes):
+    sock = target.connect()
+    try:
+        for index, data in enumerate(writes):
+            if index:
+                time.sleep(0.2)
+            sock.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    raw, closed = read_responses(sock, 2)
+    sock.close()
+    return statuses(raw), closed
+
+
 def smuggle(target, payload):
     sock = target.connect()
     try:
@@ -478,6 +538,16 @@ def main():
 
         phase("after")
         time.sleep(1)
+        phase("siwa: the check before the decoder")
+        print("\n--- siwa: the gateway's check, read before NIO's decoder when it is one plain head (no control: "
+              "Hummingbird's server has no check)", flush=True)
+        cookie = signed_in_cookie(base_url, emulator, client_id, redirect_uri, person["id"])
+        for name, writes, expected, closes in check_cases(cookie):
+            answered, closed = send_check_case(siwa, writes)
+            print(f"      {name}: answered {answered}, closed: {closed}", flush=True)
+            report.check(answered == expected and closed == closes,
+                         f"siwa: {name}: {expected}{', closed' if closes else ''} ({answered}, closed: {closed})")
+
         load.stop()
         print("\n--- steady load against siwa during every case", flush=True)
         phases = sorted({p for p, _ in load.counts})
