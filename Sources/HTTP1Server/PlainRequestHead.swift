@@ -25,9 +25,14 @@ struct PlainRequestHead {
     let target: String
     /// Whether the connection stays after the answer (HTTP/1.1 does unless `Connection: close`).
     let keepAlive: Bool
-    /// The head's bytes, and where its field lines start.
+    /// The head's bytes, and where each field's name and value are in them (relative to the readable bytes).
     private let bytes: ByteBuffer
-    private let fieldsStart: Int
+    private let fields: [Field]
+
+    private struct Field {
+        var name: Range<Int>
+        var value: Range<Int>
+    }
 
     /// The longest head taken here; a longer one goes to the decoder (whose limit is 80 KiB).
     static var lengthLimit: Int { 16 * 1024 }
@@ -48,17 +53,16 @@ struct PlainRequestHead {
         self.target = target
         self.keepAlive = shape.keepAlive
         self.bytes = bytes
-        self.fieldsStart = shape.fieldsStart
+        self.fields = shape.fields
     }
 
     /// The values of every field named `name` (lower-case ASCII; the head's names in any case), in order,
     /// without the spaces before them: what NIO's `HTTPHeaders[name]` gives for the same head.
     func values(of name: String) -> [String] {
+        let span = bytes.readableBytesUInt8Span
         var values: [String] = []
-        Self.forEachField(in: bytes.readableBytesUInt8Span, from: fieldsStart) { nameRange, valueRange, span in
-            if Self.equalsIgnoringCase(span, nameRange, name) {
-                values.append(bytes.getString(at: bytes.readerIndex + valueRange.lowerBound, length: valueRange.count) ?? "")
-            }
+        for field in fields where Self.equalsIgnoringCase(span, field.name, name) {
+            values.append(bytes.getString(at: bytes.readerIndex + field.value.lowerBound, length: field.value.count) ?? "")
         }
         return values
     }
@@ -69,7 +73,7 @@ struct PlainRequestHead {
     private struct Shape {
         var method: Int
         var target: Range<Int>
-        var fieldsStart: Int
+        var fields: [Field]
         var keepAlive: Bool
     }
 
@@ -86,88 +90,50 @@ struct PlainRequestHead {
         index += 1
         let targetStart = index
         guard index < count, span[index] == UInt8(ascii: "/") else { return nil }
-        while index < count, isTargetByte(span[index]) { index += 1 }
+        while index < count, ByteClass.target.contains(span[index]) { index += 1 }
         let target = targetStart..<index
         guard index < count, span[index] == space else { return nil }
         index += 1
         guard equals(span, index..<(index + version.count), version) else { return nil }
-        let fieldsStart = index + version.count
+        index += version.count
+        var fields: [Field] = []
+        fields.reserveCapacity(8)
         var keepAlive = true
-        var plain = true
-        let end = forEachField(in: span, from: fieldsStart) { name, value, span in
+        // Field lines, each plain, up to the empty line that ends the bytes.
+        while index < count - 2 {
+            let nameStart = index
+            while index < count, ByteClass.token.contains(span[index]) { index += 1 }
+            guard index > nameStart, index < count, span[index] == UInt8(ascii: ":") else { return nil }
+            let name = nameStart..<index
+            index += 1
+            while index < count, span[index] == space { index += 1 }
+            let valueStart = index
+            while index < count, ByteClass.value.contains(span[index]) { index += 1 }
+            guard index + 1 < count, span[index] == cr, span[index + 1] == lf else { return nil }
+            let value = valueStart..<index
+            index += 2
             switch name.count {
-            case 6 where equalsIgnoringCase(span, name, "expect"), 7 where equalsIgnoringCase(span, name, "upgrade"):
-                plain = false
+            case 6 where equalsIgnoringCase(span, name, "expect"), 7 where equalsIgnoringCase(span, name, "upgrade"),
+                 14 where equalsIgnoringCase(span, name, "content-length"), 17 where equalsIgnoringCase(span, name, "transfer-encoding"):
+                return nil
             case 10 where equalsIgnoringCase(span, name, "connection"):
                 if equalsIgnoringCase(span, value, "close") {
                     keepAlive = false
                 } else if !equalsIgnoringCase(span, value, "keep-alive") {
-                    plain = false
+                    return nil
                 }
-            case 14 where equalsIgnoringCase(span, name, "content-length"):
-                plain = false
-            case 17 where equalsIgnoringCase(span, name, "transfer-encoding"):
-                plain = false
             default:
                 break
             }
+            fields.append(Field(name: name, value: value))
         }
-        // The field lines must run, every one of them plain, up to the empty line that ends the bytes.
-        guard plain, end == count - 2 else { return nil }
-        return Shape(method: method, target: target, fieldsStart: fieldsStart, keepAlive: keepAlive)
-    }
-
-    /// Calls `body` with each field line's name and value from `start`, while the lines are
-    /// plain; returns where the first line that is not a plain field line starts (the empty line's CR
-    /// in a plain head).
-    @discardableResult
-    private static func forEachField(in span: Span<UInt8>, from start: Int,
-                                     _ body: (_ name: Range<Int>, _ value: Range<Int>, _ span: Span<UInt8>) -> Void) -> Int {
-        let count = span.count
-        var index = start
-        while true {
-            let lineStart = index
-            while index < count, isTokenByte(span[index]) { index += 1 }
-            guard index > lineStart, index < count, span[index] == UInt8(ascii: ":") else { return lineStart }
-            let name = lineStart..<index
-            index += 1
-            while index < count, span[index] == space { index += 1 }
-            let valueStart = index
-            while index < count, isValueByte(span[index]) { index += 1 }
-            guard index + 1 < count, span[index] == cr, span[index + 1] == lf else { return lineStart }
-            body(name, valueStart..<index, span)
-            index += 2
-        }
+        guard index == count - 2 else { return nil }
+        return Shape(method: method, target: target, fields: fields, keepAlive: keepAlive)
     }
 
     // MARK: Bytes
 
     private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " ")
-
-    /// RFC 9110 §5.6.2's `tchar`.
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
-
-    /// RFC 3986's `pchar`, `/` and `?`: an origin-form target's characters (RFC 9112 §3.2.1), nothing else.
-    private static func isTargetByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "-._~!$&'()*+,;=:@/?%".utf8.contains(byte)
-        }
-    }
-
-    /// Visible ASCII and space: a field value's characters without tab and obs-text.
-    private static func isValueByte(_ byte: UInt8) -> Bool {
-        (0x21...0x7E).contains(byte) || byte == space
-    }
 
     private static func equals(_ span: Span<UInt8>, _ range: Range<Int>, _ text: some Collection<UInt8>) -> Bool {
         guard range.upperBound <= span.count, range.count == text.count else { return false }
@@ -195,4 +161,21 @@ struct PlainRequestHead {
         }
         return true
     }
+}
+
+/// A set of ASCII bytes as two 64-bit masks: a byte's membership is a shift and a test.
+struct ByteClass {
+    let low: UInt64
+    let high: UInt64
+
+    func contains(_ byte: UInt8) -> Bool {
+        byte < 64 ? (low >> byte) & 1 == 1 : byte < 128 ? (high >> (byte - 64)) & 1 == 1 : false
+    }
+
+    /// RFC 9110 §5.6.2's `tchar`: letters, digits and ``!#$%&'*+-.^_`|~``.
+    static let token = ByteClass(low: 0x03FF_6CFA_0000_0000, high: 0x57FF_FFFF_C7FF_FFFE)
+    /// RFC 3986's `pchar`, `/` and `?`: an origin-form target's characters (RFC 9112 §3.2.1), nothing else.
+    static let target = ByteClass(low: 0xAFFF_FFF2_0000_0000, high: 0x47FF_FFFE_87FF_FFFF)
+    /// Visible ASCII and space: a field value's characters without tab and obs-text.
+    static let value = ByteClass(low: 0xFFFF_FFFF_0000_0000, high: 0x7FFF_FFFF_FFFF_FFFF)
 }

@@ -133,6 +133,18 @@ struct PlainRequestHeadTests {
         #expect(PlainRequestHead(ByteBuffer(string: text)) == nil)
     }
 
+    @Test("the byte classes are the RFCs' sets, byte for byte over all 256")
+    func byteClasses() {
+        let alphanumerics = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        let token = Set((alphanumerics + "!#$%&'*+-.^_`|~").utf8)
+        let target = Set((alphanumerics + "-._~!$&'()*+,;=:@/?%").utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(ByteClass.token.contains(byte) == token.contains(byte), "\(byte)")
+            #expect(ByteClass.target.contains(byte) == target.contains(byte), "\(byte)")
+            #expect(ByteClass.value.contains(byte) == (0x20...0x7E).contains(byte), "\(byte)")
+        }
+    }
+
     @Test("a head longer than the limit is left to the decoder")
     func lengthLimit() {
         let field = String(repeating: "a", count: PlainRequestHead.lengthLimit)
