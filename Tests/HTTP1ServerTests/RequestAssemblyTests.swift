@@ -24,6 +24,27 @@ struct RequestAssemblyTests {
         #expect(assembly.receivedEnd() == .dispatch(head: Self.keepAlive, body: nil, overLimit: false))
     }
 
+    @Test("a whole request read before the decoder: answered only when idle; its keep-alive, unless quiescing")
+    func wholeRequestBeforeTheDecoder() {
+        var assembly = RequestAssembly(bodyLimit: 16)
+        #expect(assembly.receivedWholeRequest(keepAlive: true) == true)
+        #expect(assembly.state == .responding(keepAlive: true))
+        // One under way: the next goes to the decoder (and is held behind it).
+        #expect(assembly.receivedWholeRequest(keepAlive: true) == false)
+        #expect(assembly.endedAndFlushed() == .keepAlive)
+        #expect(assembly.receivedWholeRequest(keepAlive: false) == true)
+        #expect(assembly.holdsReads)  // nothing after an answer that closes is read
+        #expect(assembly.endedAndFlushed() == .closeAfterWrite)
+        // A head being received (a body coming) is not idle either.
+        var receiving = RequestAssembly(bodyLimit: 16)
+        _ = receiving.receivedHead(Self.keepAlive)
+        #expect(receiving.receivedWholeRequest(keepAlive: true) == false)
+        // Quiescing: an idle connection is closed at once, so nothing more is answered before the decoder.
+        var quiescing = RequestAssembly(bodyLimit: 16)
+        #expect(quiescing.quiesce() == .close)
+        #expect(quiescing.receivedWholeRequest(keepAlive: true) == false)
+    }
+
     @Test("a body exactly at the limit is kept; one byte more is dropped and marked over the limit")
     func bodyLimit() {
         var atLimit = RequestAssembly(bodyLimit: 8)
