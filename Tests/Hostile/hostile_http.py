@@ -119,9 +119,8 @@ class SteadyLoad:
     """`GET /healthz` every 100 ms and a whole sign-in every 2 s against siwa, in the background; each
     phase's failures are kept by name."""
 
-    def __init__(self, base_url, emulator, client_id, redirect_uri, person_id):
-        self.base_url, self.emulator = base_url, emulator
-        self.client_id, self.redirect_uri, self.person_id = client_id, redirect_uri, person_id
+    def __init__(self, base_url, emulator, person_id):
+        self.base_url, self.emulator, self.person_id = base_url, emulator, person_id
         self.phase = "warm-up"
         self.failures = {}
         self.counts = {}
@@ -166,18 +165,7 @@ class SteadyLoad:
     def _sign_ins(self):
         while not self.stopping.is_set():
             try:
-                browser = Browser(timeout=5)
-                start = browser.get(self.base_url + "/auth/apple")
-                if start.status != 303:
-                    raise RuntimeError(f"/auth/apple answered {start.status}")
-                query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
-                fields = self.emulator.approve(self.client_id, self.redirect_uri, self.person_id,
-                                               state=query["state"][0], nonce=query["nonce"][0])
-                form = [("code", fields["code"]), ("id_token", fields["id_token"]), ("state", fields["state"])]
-                if fields.get("user"):
-                    form.append(("user", fields["user"]))
-                done = browser.post(self.base_url + "/auth/apple/callback", form,
-                                    initiator=self.emulator.url + "/auth/authorize")
+                done = self.emulator.sign_in(Browser(timeout=5), self.base_url, self.person_id)
                 self._record("sign-in", done.status == 303 and (done.location or "").endswith("/account"),
                              f"callback answered {done.status} {done.location}")
             except Exception as error:   # noqa: BLE001 — any failure of a sign-in is what is counted
@@ -376,16 +364,10 @@ SMUGGLING = [
 ]
 
 
-def signed_in_cookie(base_url, emulator, client_id, redirect_uri, person_id):
+def signed_in_cookie(base_url, emulator, person_id):
     """The `Cookie` field of a browser that has just signed in."""
     browser = Browser(timeout=10)
-    start = browser.get(base_url + "/auth/apple")
-    query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
-    fields = emulator.approve(client_id, redirect_uri, person_id, state=query["state"][0], nonce=query["nonce"][0])
-    form = [("code", fields["code"]), ("id_token", fields["id_token"]), ("state", fields["state"])]
-    if fields.get("user"):
-        form.append(("user", fields["user"]))
-    done = browser.post(base_url + "/auth/apple/callback", form, initiator=emulator.url + "/auth/authorize")
+    done = emulator.sign_in(browser, base_url, person_id)
     if done.status != 303:
         raise RuntimeError(f"the sign-in for the gateway cases answered {done.status}")
     return browser.cookie_header(base_url + "/oauth2/auth")
@@ -462,12 +444,12 @@ def main():
         emulator = Emulator(f"http://127.0.0.1:{emulator_port}")
         start = Browser().get(base_url + "/auth/apple")
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
-        client_id, redirect_uri = query["client_id"][0], query["redirect_uri"][0]
+        client_id = query["client_id"][0]
         person = emulator.new_person("Hostile", "Load", client_id)
 
         siwa = Target("siwa", port, "/css/siwa.css", "/oauth2/auth")
         control = Target("Hummingbird (control)", emulator_port, "/auth/keys", "/auth/keys")
-        load = SteadyLoad(base_url, emulator, client_id, redirect_uri, person["id"])
+        load = SteadyLoad(base_url, emulator, person["id"])
         load.start()
         time.sleep(2.5)
 
@@ -536,7 +518,7 @@ def main():
         phase("siwa: the check before the decoder")
         print("\n--- siwa: the gateway's check, read before NIO's decoder when it is one plain head (no control: "
               "Hummingbird's server has no check)", flush=True)
-        cookie = signed_in_cookie(base_url, emulator, client_id, redirect_uri, person["id"])
+        cookie = signed_in_cookie(base_url, emulator, person["id"])
         for name, writes, expected, closes in check_cases(cookie):
             answered, closed = send_writes(siwa, writes)
             print(f"      {name}: answered {answered}, closed: {closed}", flush=True)

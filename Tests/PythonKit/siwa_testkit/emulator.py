@@ -1,6 +1,7 @@
 """The Apple ID emulator's admin API (/emulator/admin/…), as the suites drive it instead of clicking."""
 import json
 import secrets
+import urllib.parse
 
 from .http import request
 
@@ -48,6 +49,21 @@ class Emulator:
         """What Continue on the consent sheet does: the form_post fields (code, id_token, state, user …)."""
         return self.call("POST", "approve", {"client_id": client_id, "redirect_uri": redirect_uri, "state": state,
                                              "nonce": nonce, "person_id": person_id})
+
+    def sign_in(self, browser, base_url, person_id):
+        """One whole web sign-in of `browser` at the siwa at `base_url`: its `/auth/apple` redirect, Continue
+        for `person_id` here, then the form_post to siwa's callback. Returns the callback's Response (303 to
+        /account when it worked); a start that is not a redirect raises RuntimeError."""
+        start = browser.get(base_url + "/auth/apple")
+        if start.status != 303:
+            raise RuntimeError(f"/auth/apple answered {start.status}")
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
+        fields = self.approve(query["client_id"][0], query["redirect_uri"][0], person_id,
+                              state=query["state"][0], nonce=query["nonce"][0])
+        form = [("code", fields["code"]), ("id_token", fields["id_token"]), ("state", fields["state"])]
+        if fields.get("user"):
+            form.append(("user", fields["user"]))
+        return browser.post(base_url + "/auth/apple/callback", form, initiator=self.url + "/auth/authorize")
 
     def stop_using(self, person_id, client_id):
         return self.call("POST", "stop-using", {"person_id": person_id, "client_id": client_id})
