@@ -86,7 +86,7 @@ struct PlainRequestHead {
         else { return nil }
         var index = 0
         while index < count, span[index] != space { index += 1 }
-        guard let method = methods.firstIndex(where: { equals(span, 0..<index, $0.name) }) else { return nil }
+        guard let method = methods.firstIndex(where: { equals(span, 0..<index, $0.name.utf8) }) else { return nil }
         index += 1
         let targetStart = index
         guard index < count, span[index] == UInt8(ascii: "/") else { return nil }
@@ -143,10 +143,6 @@ struct PlainRequestHead {
             index += 1
         }
         return true
-    }
-
-    private static func equals(_ span: Span<UInt8>, _ range: Range<Int>, _ text: String) -> Bool {
-        equals(span, range, text.utf8)
     }
 
     /// `range`'s bytes are `text` (lower-case ASCII) in any case.
