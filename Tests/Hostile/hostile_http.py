@@ -24,6 +24,7 @@ import urllib.parse
 
 from siwa_testkit import (Browser, Emulator, Processes, Report, free_ports, remove_directory, siwa_binary,
                           siwa_environment, temporary_directory)
+from siwa_testkit.demo import DEMO_WEB_CLIENT
 
 # The deadlines siwa runs with here (its settings; the defaults are 30, 30 and 75 s, see ConnectionLimits).
 HEAD_TIMEOUT, BODY_TIMEOUT, IDLE_TIMEOUT = 3, 3, 5
@@ -442,10 +443,7 @@ def main():
         processes.wait_for_http(f"http://127.0.0.1:{port}/healthz", "siwa")
         processes.wait_for_http(f"http://127.0.0.1:{emulator_port}/auth/keys", "the emulator")
         emulator = Emulator(f"http://127.0.0.1:{emulator_port}")
-        start = Browser().get(base_url + "/auth/apple")
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
-        client_id = query["client_id"][0]
-        person = emulator.new_person("Hostile", "Load", client_id)
+        person = emulator.new_person("Hostile", "Load", DEMO_WEB_CLIENT)
 
         siwa = Target("siwa", port, "/css/siwa.css", "/oauth2/auth")
         control = Target("Hummingbird (control)", emulator_port, "/auth/keys", "/auth/keys")

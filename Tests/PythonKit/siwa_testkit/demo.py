@@ -5,13 +5,16 @@ import os
 import re
 import subprocess
 import time
-import urllib.parse
 
 from .emulator import Emulator
 from .http import Browser, request
 from .paths import ROOT
 from .ports import free_ports
 from .processes import StartupError, siwa_environment
+
+# The web client `siwa serve --demo` signs in as (SIWAConfiguration.Demo.clientID): a person the emulator
+# creates for it can sign in there.
+DEMO_WEB_CLIENT = "dev.siwa.demo.web"
 
 
 class DemoSiwa:
@@ -67,19 +70,12 @@ class DemoSiwa:
             raise StartupError(f"{self.name}: process {self.process.pid} is {executable} {argv}, not {siwa} serve")
 
     def sign_in(self):
-        """One returning-style sign-in through the emulator's admin API (what Continue does); returns the
+        """One sign-in of a new person through the emulator's admin API (what Continue does); returns the
         session's Cookie header and the user id /oauth2/auth answers with it."""
         emulator = Emulator(f"http://127.0.0.1:{self.emulator_port}")
         browser = Browser()
-        start = browser.get(self.base + "/auth/apple")
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(start.location).query)
-        person = emulator.new_person("Gateway", "Bench", query["client_id"][0])
-        fields = emulator.approve(query["client_id"][0], query["redirect_uri"][0], person["id"],
-                                  state=query["state"][0], nonce=query["nonce"][0])
-        form = [("code", fields["code"]), ("id_token", fields["id_token"]), ("state", fields["state"])]
-        if fields.get("user"):
-            form.append(("user", fields["user"]))
-        done = browser.post(self.base + "/auth/apple/callback", form, initiator=emulator.url + "/auth/authorize")
+        person = emulator.new_person("Gateway", "Bench", DEMO_WEB_CLIENT)
+        done = emulator.sign_in(browser, self.base, person["id"])
         if done.status != 303:
             raise RuntimeError(f"{self.name}: the sign-in failed ({done.status})")
         check = browser.get(self.base + "/oauth2/auth")
