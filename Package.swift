@@ -174,6 +174,7 @@ let package = Package(
                 "SIWAStore", "JOSE",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/SIWATestSupport",

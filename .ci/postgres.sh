@@ -57,6 +57,12 @@ if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'siwa'")" != "1" ]
     log "creating role siwa"
     psql_admin -c "CREATE ROLE siwa LOGIN PASSWORD 'siwa'"
 fi
+# Tests that reach the database only through DATABASE_URL (the built binary) each create a database of
+# their own (Tests/SIWATestSupport/PrivatePostgresDatabase.swift) and drop it.
+if [ "$(psql_admin -c "SELECT rolcreatedb FROM pg_roles WHERE rolname = 'siwa'")" != "t" ]; then
+    log "letting role siwa create databases"
+    psql_admin -c "ALTER ROLE siwa CREATEDB"
+fi
 if [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = 'siwa_test'")" != "1" ]; then
     log "creating database siwa_test"
     psql_admin -c "CREATE DATABASE siwa_test OWNER siwa"

@@ -10,18 +10,19 @@ import Testing
 /// on a SQLite file or on PostgreSQL.
 ///
 /// The binary cannot be told a private PostgreSQL schema (DATABASE_URL has no search path), so on PostgreSQL
-/// these cases use the test database's default schema, with names of their own (fresh subs and client ids)
-/// and only look at their own rows.
+/// each case gets a database of its own on the test server, dropped when it closes: every row is its own.
 struct AdminWorld {
     let environment: [String: String]
     let database: SIWADatabase
     let cipher: TokenCipher
     let folder: String
+    let privateDatabase: PrivatePostgresDatabase?
 
     static func make(_ backend: Backend) async throws -> AdminWorld? {
         let folder = TestScratch.path("siwa-admin")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let databaseURL: String
+        var privateDatabase: PrivatePostgresDatabase?
         switch backend {
         case .sqlite:
             databaseURL = "sqlite:\(folder)/siwa.sqlite"
@@ -32,21 +33,30 @@ struct AdminWorld {
                 }
                 return nil
             }
-            databaseURL = url
+            let created = try await PrivatePostgresDatabase.create(on: url)
+            (privateDatabase, databaseURL) = (created, created.url)
         }
         // Demo mode's settings (its keys made in DATA_DIR), and an Apple that does not answer: nothing listens on port 9.
         let environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
             "DATA_DIR": folder, "DATABASE_URL": databaseURL, "APPLE_BASE_URL": "http://127.0.0.1:9",
         ]
-        let configuration = try SIWAConfiguration.load(from: environment)
-        let database = try await SIWADatabase.open(configuration.databaseURL, logger: TestDatabase.quietLogger, poolSize: 2)
-        try await database.migrate()
-        return AdminWorld(environment: environment, database: database, cipher: TokenCipher(key: configuration.tokenEncryptionKey),
-                          folder: folder)
+        do {
+            let configuration = try SIWAConfiguration.load(from: environment)
+            let database = try await SIWADatabase.open(configuration.databaseURL, logger: TestDatabase.quietLogger, poolSize: 2)
+            try await database.migrate()
+            return AdminWorld(environment: environment, database: database, cipher: TokenCipher(key: configuration.tokenEncryptionKey),
+                              folder: folder, privateDatabase: privateDatabase)
+        } catch {
+            try? await privateDatabase?.drop()
+            throw error
+        }
     }
 
-    func close() async { try? await database.close() }
+    func close() async {
+        try? await database.close()
+        try? await privateDatabase?.drop()
+    }
 
     func siwa(_ arguments: String...) async throws -> (status: Int32, output: String) {
         try await SIWABinary.run(try #require(SIWABinary.path), ["admin"] + arguments, environment: environment)
@@ -83,8 +93,7 @@ struct AdminCommandTests {
     func deleteWhileAppleIsDown(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let tag = UUID().uuidString.prefix(8).lowercased()
-        let (web, app) = ("com.example.web-\(tag)", "com.example.app-\(tag)")
+        let (web, app) = ("com.example.web", "com.example.app")
         let ada = try await world.person(webClient: web, appClient: app)
 
         // find, then export: everything about the person, nothing secret
@@ -109,21 +118,19 @@ struct AdminCommandTests {
         #expect(delete.output.contains("admin: people delete user=\(ada.id)"))
         #expect(try await world.database.user(id: ada.id) == nil)
         #expect(try await world.database.appleTokens(userID: ada.id).isEmpty)
-        // A worker's failed attempt (Apple down), made at once: on PostgreSQL the default schema is shared with
-        // other tests' `siwa serve`, whose workers would otherwise claim (and revoke) these due items first.
+        // A worker's failed attempt (Apple down), made here: no `siwa serve` runs on this database.
         let now = Int64(Date().timeIntervalSince1970)
-        let claimed = try await world.database.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test-\(tag)")
+        let claimed = try await world.database.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test")
+        #expect(Set(claimed.map(\.clientID)) == [web, app], "one item per client the account held a token for")
         var failed: [String] = []
-        for item in claimed where [web, app].contains(item.clientID) {
-            try await world.database.failRevocation(id: item.id, holder: "test-\(tag)", error: "Apple unreachable", nextAttemptAt: now + 3_600)
+        for item in claimed {
+            try await world.database.failRevocation(id: item.id, holder: "test", error: "Apple unreachable", nextAttemptAt: now + 3_600)
             failed.append(item.id)
         }
         let outbox = try await world.siwa("outbox", "--json")
         #expect(outbox.status == 0, "\(outbox.output)")
-        let items = try #require(try AdminWorld.json(outbox.output) as? [[String: Any]]).filter {
-            [web, app].contains($0["clientID"] as? String ?? "")
-        }
-        #expect(items.count == 2, "\(outbox.output)")
+        let items = try #require(try AdminWorld.json(outbox.output) as? [[String: Any]])
+        #expect(Set(items.compactMap { $0["clientID"] as? String }) == [web, app] && items.count == 2, "\(outbox.output)")
         #expect(!outbox.output.contains("v2:"), "no sealed token in the listing")
         // Each item holds its token re-sealed for the outbox, so a worker can send it once Apple is back.
         for item in items {
@@ -142,11 +149,6 @@ struct AdminCommandTests {
         // The account is gone for admin too.
         let show = try await world.siwa("people", "show", ada.id)
         #expect(show.status == 1 && show.output.contains("no account \(ada.id)"))
-        // Leave the shared PostgreSQL schema as found: this test's items done.
-        let cleanup = try await world.database.claimDueRevocations(now: now + 7_200, limit: 1_000, leaseSeconds: 60, holder: "cleanup-\(tag)")
-        for item in cleanup where [web, app].contains(item.clientID) {
-            try await world.database.completeRevocation(id: item.id, holder: "cleanup-\(tag)", now: now)
-        }
     }
 
     @Test("sessions revoke signs the person out of the web, the app and OpenID clients, and says so in the audit line",
@@ -176,7 +178,6 @@ struct AdminCommandTests {
         // Unknown ids are an error, and audited.
         let unknown = try await world.siwa("sessions", "revoke", "no-such-account")
         #expect(unknown.status == 1 && unknown.output.contains("result=not-found"))
-        _ = try await world.database.deleteAccount(userID: ada.id, revocations: nil)
     }
 
     @Test("backup: a SQLite copy that passes its integrity check; PostgreSQL refused with a pointer to pg_dump",
@@ -213,8 +214,7 @@ struct AdminCommandTests {
     func exportListsPendingRevocations(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let tag = UUID().uuidString.prefix(8).lowercased()
-        let (web, app) = ("com.example.web-\(tag)", "com.example.app-\(tag)")
+        let (web, app) = ("com.example.web", "com.example.app")
         // setup: Ada and Grace (the same clients) deleted while Apple is down; Ada signs in again with the same
         // Apple ID, which makes her a new account
         let ada = try await world.person(webClient: web, appClient: app)
@@ -225,9 +225,7 @@ struct AdminCommandTests {
         }
         let again = try await world.person(webClient: web, appClient: app, sub: ada.appleSub)
         #expect(again.id != ada.id)
-        let outbox = try #require(try AdminWorld.json(try await world.siwa("outbox", "--json").output) as? [[String: Any]]).filter {
-            [web, app].contains($0["clientID"] as? String ?? "")
-        }
+        let outbox = try #require(try AdminWorld.json(try await world.siwa("outbox", "--json").output) as? [[String: Any]])
         #expect(outbox.count == 4)
         let adaItems = Set(outbox.filter { $0["appleSub"] as? String == ada.appleSub }.compactMap { $0["id"] as? String })
         let graceItems = Set(outbox.filter { $0["appleSub"] as? String == grace.appleSub }.compactMap { $0["id"] as? String })
@@ -249,14 +247,6 @@ struct AdminCommandTests {
         for id in graceItems { #expect(!export.output.contains(id)) }
         let show = try await world.siwa("people", "show", again.id)
         #expect(show.status == 0 && show.output.contains("revocations:    2 pending"), "\(show.output)")
-
-        // Leave the shared PostgreSQL schema as found: this test's items done, the account gone.
-        let now = Int64(Date().timeIntervalSince1970)
-        let cleanup = try await world.database.claimDueRevocations(now: now + 7_200, limit: 1_000, leaseSeconds: 60, holder: "cleanup-\(tag)")
-        for item in cleanup where [web, app].contains(item.clientID) {
-            try await world.database.completeRevocation(id: item.id, holder: "cleanup-\(tag)", now: now)
-        }
-        _ = try await world.database.deleteAccount(userID: again.id, revocations: nil)
     }
 
     @Test("doctor lists the stored OpenID signing keys as `oidc keys` does, never a private half, and stores none itself",
@@ -274,32 +264,22 @@ struct AdminCommandTests {
         #expect(before.status == 0, "\(before.output)")
         #expect(before.output.contains("OIDC_SIGNING_KEY_PATH's key (\(kid))"), "\(before.output)")
         #expect(try await world.database.oidcSigningKeys().contains { $0.kid == kid } == false)
-        if backend == .sqlite {
-            #expect(before.output.contains("ok    OpenID signing keys: none stored yet"), "\(before.output)")
-        }
+        #expect(before.output.contains("ok    OpenID signing keys: none stored yet"), "\(before.output)")
         let keys = try await world.siwa("oidc", "keys", "--json")
         #expect(keys.status == 0, "\(keys.output)")
-        // PostgreSQL's default schema is shared with the other admin tests, each storing its own demo key that
-        // signs from its first start: this one may have been followed already.
-        var expected = [backend == .sqlite ? "\(kid)  signing  added" : "\(kid)  "]
-        if backend == .sqlite {
-            // SQLite is this test's alone: a rotation, so that doctor shows a key that signs later too
-            let rotate = try await world.siwa("oidc", "rotate-key")
-            #expect(rotate.status == 0, "\(rotate.output)")
-            let next = try #require(try await world.database.oidcSigningKeys().first?.kid)
-            expected.append("\(next)  published, signs from")
-        }
+        // a rotation, so that doctor shows a key that signs later too
+        let rotate = try await world.siwa("oidc", "rotate-key")
+        #expect(rotate.status == 0, "\(rotate.output)")
+        let next = try #require(try await world.database.oidcSigningKeys().first?.kid)
         let after = try await SIWABinary.run(binary, ["doctor", "--offline"], environment: world.environment)
         #expect(after.status == 0, "\(after.output)")
-        for line in expected {
+        for line in ["\(kid)  signing  added", "\(next)  published, signs from"] {
             #expect(after.output.contains("      " + line), "\(line) in \(after.output)")
         }
-        if backend == .sqlite {
-            #expect(after.output.contains("ok    OpenID signing keys: 2 stored, \(kid) signs"), "\(after.output)")
-            let listed = try await world.siwa("oidc", "keys")
-            for line in listed.output.split(separator: "\n") where !line.contains("admin:") {
-                #expect(after.output.contains("      " + line), "doctor shows `oidc keys`' line \(line)")
-            }
+        #expect(after.output.contains("ok    OpenID signing keys: 2 stored, \(kid) signs"), "\(after.output)")
+        let listed = try await world.siwa("oidc", "keys")
+        for line in listed.output.split(separator: "\n") where !line.contains("admin:") {
+            #expect(after.output.contains("      " + line), "doctor shows `oidc keys`' line \(line)")
         }
         // Nothing private: no PEM private key, no sealed private half.
         #expect(!after.output.contains("PRIVATE KEY"))
