@@ -72,6 +72,20 @@ extension SIWADatabase {
         }
     }
 
+    /// `holder` gives the item back unsent and not failed (its worker was stopped mid-attempt): the lease is
+    /// cleared and nothing else changes, so the item is due at once for any instance, its attempts and last
+    /// error as they were. False (nothing changed) when another instance holds the item now, or it is done.
+    @discardableResult
+    public func releaseRevocation(id: String, holder: String) async throws -> Bool {
+        try await write { sql in
+            try await sql.raw("""
+                UPDATE revocation_outbox SET locked_until = NULL, locked_by = NULL
+                WHERE id = \(bind: id) AND locked_by = \(bind: holder) AND completed_at IS NULL
+                RETURNING id
+                """).first() != nil
+        }
+    }
+
     /// Items not yet completed, and among them those that have failed at least once.
     public func revocationCounts() async throws -> (pending: Int, failing: Int) {
         let counts = try await withSQL { sql -> [Int] in

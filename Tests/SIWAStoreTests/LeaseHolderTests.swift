@@ -55,6 +55,29 @@ struct LeaseHolderTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func releasedRevocationIsDueAtOnceUnchanged(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            let db = test.db
+            try await db.enqueueRevocation(RevocationItem(id: "r", clientID: "c", token: "t", tokenTypeHint: "refresh_token",
+                                                          createdAt: 0, nextAttemptAt: 0))
+            // setup: one failed attempt, then claimed again by A
+            #expect(try await db.claimDueRevocations(now: 100, limit: 1, leaseSeconds: 60, holder: "W").map(\.id) == ["r"])
+            #expect(try await db.failRevocation(id: "r", holder: "W", error: "HTTP 503", nextAttemptAt: 105))
+            #expect(try await db.claimDueRevocations(now: 106, limit: 1, leaseSeconds: 60, holder: "A").map(\.id) == ["r"])
+            // MUT: only the holder hands it back
+            #expect(try await db.releaseRevocation(id: "r", holder: "B") == false)
+            #expect(try await db.releaseRevocation(id: "r", holder: "A"))
+            // validate: due at once, well inside A's old lease, its attempts and last error as they were
+            let item = try #require(try await db.revocation(id: "r"))
+            #expect(item.attempts == 1 && item.lastError == "HTTP 503" && item.nextAttemptAt == 105 && item.completedAt == nil)
+            #expect(try await db.claimDueRevocations(now: 107, limit: 1, leaseSeconds: 60, holder: "B").map(\.id) == ["r"])
+            #expect(try await db.releaseRevocation(id: "r", holder: "A") == false, "B's now")
+            #expect(try await db.completeRevocation(id: "r", holder: "B", now: 108))
+            #expect(try await db.releaseRevocation(id: "r", holder: "B") == false, "done")
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func staleConsentClaimHolderCannotMarkOrRelease(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db

@@ -72,6 +72,8 @@ struct RevocationWorker: Service, CustomStringConvertible {
             }
             let counts = try await database.revocationCounts()
             dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
+        } catch where error is CancellationError || Task.isCancelled {
+            // Shutting down: not a database problem.
         } catch {
             logger.warning("revocation worker could not read the outbox", metadata: ["error": .string(String(describing: error))])
         }
@@ -102,6 +104,15 @@ struct RevocationWorker: Service, CustomStringConvertible {
             dependencies.metrics.revocationAttempt("accepted")
             logger.info("revocation accepted by Apple", metadata: ["item": .string(item.id), "attempts": .stringConvertible(item.attempts + 1)])
             return true
+        } catch where error is CancellationError || Task.isCancelled {
+            // Stopped mid-attempt (a graceful shutdown cancels the worker): not Apple's failure, so no attempt is
+            // counted and no backoff set. Handed back, due at once for whichever instance runs next; if Apple got
+            // the call, it is sent again (delivery is at least once). The write runs in a task of its own, so that no
+            // cancellation check on its way (a pool's wait for a connection) can skip it.
+            dependencies.metrics.revocationAttempt("interrupted")
+            logger.info("revocation interrupted by shutdown: handed back, due at once", metadata: ["item": .string(item.id)])
+            _ = await Task { try? await database.releaseRevocation(id: item.id, holder: holder) }.value
+            return false
         } catch {
             let delay = Self.backoff(attempts: item.attempts)
             let description = LogSafe.text(String(describing: error), limit: 500)
