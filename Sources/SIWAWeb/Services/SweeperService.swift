@@ -26,6 +26,8 @@ struct SweeperService: Service, CustomStringConvertible {
                     if let removed = try await runOnce(), removed > 0 {
                         logger.debug("swept expired rows", metadata: ["rows": .stringConvertible(removed)])
                     }
+                } catch where error is CancellationError || Task.isCancelled {
+                    break  // shutting down: not a failed sweep
                 } catch {
                     logger.warning("sweep failed", metadata: ["error": .string(String(describing: error))])
                 }
