@@ -77,9 +77,7 @@ struct TwoInstances: Sendable {
     func acceptedRevocations(instance: Int) -> Int {
         var buffer: [UInt8] = []
         metrics[instance].registry.emit(into: &buffer)
-        let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
-            .first { $0.hasPrefix("siwa_revocation_attempts_total") && $0.contains("result=\"accepted\"") }
-        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
+        return PrometheusText.count(in: buffer, metric: "siwa_revocation_attempts_total", label: #"result="accepted""#)
     }
 }
 

@@ -12,8 +12,7 @@ struct LeaseHolderTests {
     func staleRevocationHolderCannotCompleteOrFail(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            try await db.enqueueRevocation(RevocationItem(id: "r", clientID: "c", token: "t", tokenTypeHint: "refresh_token",
-                                                          createdAt: 0, nextAttemptAt: 0))
+            try await Self.queueItemR(db)
             // setup: A's lease ends at 110 while A still waits for Apple; B claims the item at 111
             #expect(try await db.claimDueRevocations(now: 100, limit: 1, leaseSeconds: 10, holder: "A").map(\.id) == ["r"])
             #expect(try await db.claimDueRevocations(now: 111, limit: 1, leaseSeconds: 10, holder: "B").map(\.id) == ["r"])
@@ -41,8 +40,7 @@ struct LeaseHolderTests {
     func expiredLeaseNobodyTookIsStillTheHolders(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            try await db.enqueueRevocation(RevocationItem(id: "r", clientID: "c", token: "t", tokenTypeHint: "refresh_token",
-                                                          createdAt: 0, nextAttemptAt: 0))
+            try await Self.queueItemR(db)
             #expect(try await db.claimDueRevocations(now: 100, limit: 1, leaseSeconds: 10, holder: "A").map(\.id) == ["r"])
             // MUT: A renews after its lease ran out, nobody having claimed the item since
             #expect(try await db.renewRevocationLease(id: "r", holder: "A", until: 130))
@@ -58,8 +56,7 @@ struct LeaseHolderTests {
     func releasedRevocationIsDueAtOnceUnchanged(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            try await db.enqueueRevocation(RevocationItem(id: "r", clientID: "c", token: "t", tokenTypeHint: "refresh_token",
-                                                          createdAt: 0, nextAttemptAt: 0))
+            try await Self.queueItemR(db)
             // setup: one failed attempt, then claimed again by A
             #expect(try await db.claimDueRevocations(now: 100, limit: 1, leaseSeconds: 60, holder: "W").map(\.id) == ["r"])
             #expect(try await db.failRevocation(id: "r", holder: "W", error: "HTTP 503", nextAttemptAt: 105))
@@ -119,5 +116,11 @@ struct LeaseHolderTests {
             #expect(try await db.markConsentChecked(userID: a.id, now: 1_499, holder: "A") == false)
             #expect(try await db.claimUsersForConsentCheck(before: 1_000, now: 1_500, claimUntil: 1_600, limit: 5, holder: "B").count == 1)
         }
+    }
+
+    /// One revocation `r` for client `c`, due from time 0, never tried.
+    static func queueItemR(_ db: SIWADatabase) async throws {
+        try await db.enqueueRevocation(RevocationItem(id: "r", clientID: "c", token: "t", tokenTypeHint: "refresh_token",
+                                                      createdAt: 0, nextAttemptAt: 0))
     }
 }
