@@ -225,21 +225,27 @@ final class SignInTraffic: Sendable {
             }
             round += 1
             do {
-                let token = try await signIn(person: try await person(round: round, browser: index))
-                state.withLock { $0.tokens.append(token); $0.inFlight -= 1 }
+                let (person, isNew) = try await person(round: round, browser: index)
+                let token = try await signIn(person: person)
+                state.withLock { state in
+                    state.tokens.append(token)
+                    if isNew { state.people.append(person) }
+                    state.inFlight -= 1
+                }
             } catch {
                 state.withLock { $0.failures.append("browser \(index) round \(round): \(error)"); $0.inFlight -= 1 }
             }
         }
     }
 
-    /// Every other sign-in is somebody new; the rest come back (their Apple token is rewritten).
-    private func person(round: Int, browser: Int) async throws -> String {
-        if round % 2 == 0, let known = state.withLock({ $0.people.randomElement() }) { return known }
+    /// Every other sign-in is somebody new; the rest come back (their Apple token is rewritten). Only a person
+    /// whose first sign-in completed comes back: Apple sends the name once, so a "returning" sign-in racing
+    /// another browser's first one for the same person could reach siwa first, nameless (the recovery page).
+    private func person(round: Int, browser: Int) async throws -> (id: String, isNew: Bool) {
+        if round % 2 == 0, let known = state.withLock({ $0.people.randomElement() }) { return (known, false) }
         let person = await world.emulator.createPerson(givenName: "Rota\(browser)", familyName: "Tion\(round)",
                                                        email: "rotation-\(browser)-\(round)@example.com")
-        state.withLock { $0.people.append(person.id) }
-        return person.id
+        return (person.id, true)
     }
 
     struct Failure: Error, CustomStringConvertible {
