@@ -202,9 +202,14 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
     /// Claimed people this pass will not check: due again for any instance at once (those whose claim
     /// another instance holds now stay its own). If this fails, or the process dies, the claims simply expire.
     private func handBack(_ userIDs: [String], holder: String) async {
-        for userID in userIDs {
-            _ = try? await dependencies.database.releaseConsentClaim(userID: userID, holder: holder, until: 0)
-        }
+        // In a task of its own: called from a cancelled pass too (a shutdown), where SQLite's wait while another
+        // writer holds the file would end at once and leave the people claimed until the claim runs out.
+        let database = dependencies.database
+        await Task {
+            for userID in userIDs {
+                _ = try? await database.releaseConsentClaim(userID: userID, holder: holder, until: 0)
+            }
+        }.value
     }
 
     /// Another instance claimed the person after this pass's claim ran out: theirs to check and record.

@@ -107,8 +107,8 @@ struct RevocationWorker: Service, CustomStringConvertible {
         } catch where error is CancellationError || Task.isCancelled {
             // Stopped mid-attempt (a graceful shutdown cancels the worker): not Apple's failure, so no attempt is
             // counted and no backoff set. Handed back, due at once for whichever instance runs next; if Apple got
-            // the call, it is sent again (delivery is at least once). The write runs in a task of its own, so that no
-            // cancellation check on its way (a pool's wait for a connection) can skip it.
+            // the call, it is sent again (delivery is at least once). The write runs in a task of its own: in this
+            // cancelled one, SQLite's wait while another writer holds the file would end it at once.
             dependencies.metrics.revocationAttempt("interrupted")
             logger.info("revocation interrupted by shutdown: handed back, due at once", metadata: ["item": .string(item.id)])
             _ = await Task { try? await database.releaseRevocation(id: item.id, holder: holder) }.value
