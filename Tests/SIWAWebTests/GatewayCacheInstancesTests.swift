@@ -77,7 +77,7 @@ struct GatewayCacheInstancesTests {
 
     @Test("sign-out, sign-out everywhere, deletion and consent-revoked: refused by each of three instances within a second", arguments: Backend.allCases)
     func refusedWithinASecond(backend: Backend) async throws {
-        try await SeveralInstancesTests.withThreeInstances(backend) { instances, _ in
+        try await SeveralInstancesTests.withInstances(backend) { instances, _ in
             if backend == .postgres {
                 // each instance's cache answers once its listener listens
                 for instance in instances {

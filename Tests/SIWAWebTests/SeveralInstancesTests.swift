@@ -34,13 +34,14 @@ struct SeveralInstancesTests {
         await instances.first?.apple.shutdown()
     }
 
-    /// Runs `body` with three instances and a loopback Apple, closing them afterwards whatever happens.
-    static func withThreeInstances(
-        _ backend: Backend, settings: [String: String] = [:], _ body: ([SIWADependencies], LoopbackApple) async throws -> Void
+    /// Runs `body` with `count` instances (three unless given) and a loopback Apple, closing them afterwards whatever happens.
+    static func withInstances(
+        _ backend: Backend, count: Int = 3, settings: [String: String] = [:],
+        _ body: ([SIWADependencies], LoopbackApple) async throws -> Void
     ) async throws {
         try await LoopbackApple.with { apple in
             try await withDatabase(backend, poolSize: 2) { test in
-                let instances = try await Self.instances(test, count: 3, apple: apple, settings: settings)
+                let instances = try await Self.instances(test, count: count, apple: apple, settings: settings)
                 do {
                     try await body(instances, apple)
                 } catch {
@@ -87,7 +88,7 @@ struct SeveralInstancesTests {
 
     @Test("three instances: each refresh token validated exactly once per interval, over several passes", arguments: Backend.allCases)
     func consentCheckedOncePerInterval(backend: Backend) async throws {
-        try await Self.withThreeInstances(backend) { instances, apple in
+        try await Self.withInstances(backend) { instances, apple in
             try await Self.seed(instances[0], apple: apple, prefix: "si", count: 30)
             let day: Int64 = 86_400
             let start = Int64(Date().timeIntervalSince1970) + 2 * day
@@ -112,7 +113,7 @@ struct SeveralInstancesTests {
 
     @Test("an instance that dies holding claims loses nobody and double-checks nobody: its people are checked once the lease ends", arguments: Backend.allCases)
     func deadInstanceClaimsExpire(backend: Backend) async throws {
-        try await Self.withThreeInstances(backend) { instances, apple in
+        try await Self.withInstances(backend) { instances, apple in
             try await Self.seed(instances[0], apple: apple, prefix: "dead", count: 12)
             let start = Int64(Date().timeIntervalSince1970) + 2 * 86_400
             // setup: instance 0 claims a batch and is killed before checking anyone (the state kill -9
@@ -169,7 +170,7 @@ struct SeveralInstancesTests {
     @Test("a slow Apple and a short lease: three workers revoke each token exactly once", arguments: Backend.allCases)
     func slowAppleRevokesOnce(backend: Backend) async throws {
         let settings = ["APPLE_TIMEOUT": "3", "REVOCATION_LEASE_SECONDS": "5"]
-        try await Self.withThreeInstances(backend, settings: settings) { instances, apple in
+        try await Self.withInstances(backend, settings: settings) { instances, apple in
             // setup: 16 deleted accounts, a revocation queued for each; Apple takes 0.5 s a revoke, so one
             // worker's batch of 16 (8 s) outlasts its 5-second lease. (Apple's answer stays well inside
             // APPLE_TIMEOUT even on a loaded machine: a timed-out revoke that Apple did receive is sent
@@ -199,7 +200,7 @@ struct SeveralInstancesTests {
     @Test("a slow Apple and a short claim: three instances validate each refresh token exactly once", arguments: Backend.allCases)
     func slowAppleConsentCheckedOnce(backend: Backend) async throws {
         let settings = ["APPLE_TIMEOUT": "3", "CONSENT_CHECK_CLAIM_SECONDS": "5"]
-        try await Self.withThreeInstances(backend, settings: settings) { instances, apple in
+        try await Self.withInstances(backend, settings: settings) { instances, apple in
             // setup: 16 people due; Apple takes 0.5 s a validation, so one instance's batch of 16 (8 s)
             // outlasts its 5-second claim, while each answer stays well inside APPLE_TIMEOUT
             try await Self.seed(instances[0], apple: apple, prefix: "slow", count: 16)
@@ -227,7 +228,7 @@ struct SeveralInstancesTests {
 
     @Test("the sweeper runs on one instance per minute; another takes over when the holder stops", arguments: Backend.allCases)
     func sweeperOnce(backend: Backend) async throws {
-        try await Self.withThreeInstances(backend) { instances, apple in
+        try await Self.withInstances(backend) { instances, apple in
             let clock = ManualClock(Int64(Date().timeIntervalSince1970))
             let sweepers = instances.map {
                 SweeperService(database: $0.database, now: { clock.now }, logger: TestDatabase.quietLogger, instanceID: $0.instanceID)
