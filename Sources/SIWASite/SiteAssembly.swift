@@ -40,10 +40,15 @@ public enum Site {
     /// Opens what the configuration names (database and migrations, the HTTP client to Apple, templates),
     /// builds the dependencies and re-seals tokens an older version stored. Run `buildApplication` with
     /// them; it closes the database and the HTTP client on shutdown.
+    ///
+    /// TOKEN_ENCRYPTION_KEY is checked first (SPEC §14): `sealingKey` is `.serve` for a serving instance (which
+    /// records the key, or starts a change of key), `.write` for a command that must not start one (a transfer).
     public static func makeDependencies(
-        configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides()
+        configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides(),
+        sealingKey: SealingKeyCheckMode = .serve
     ) async throws -> SIWADependencies {
-        let dependencies = try await assembleDependencies(configuration: configuration, logger: logger, overrides: overrides)
+        let dependencies = try await assembleDependencies(configuration: configuration, logger: logger, overrides: overrides,
+                                                          sealingKey: sealingKey)
         // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
         try await dependencies.resealLegacyTokens(logger: logger)
         // The OpenID provider signs with the database's keys; OIDC_SIGNING_KEY_PATH's joins them when new.
@@ -52,10 +57,13 @@ public enum Site {
     }
 
     /// ``makeDependencies(configuration:logger:overrides:)`` without what a start writes to the rows (tokens
-    /// re-sealed, `OIDC_SIGNING_KEY_PATH`'s key stored when new): for `siwa doctor`, which looks before the
-    /// service starts, and must not make a replaced key file sign on the running instances. It migrates.
+    /// re-sealed, `OIDC_SIGNING_KEY_PATH`'s key stored when new): for `siwa doctor` and `siwa admin`, which must
+    /// not make a replaced key file sign on the running instances. It migrates, then checks TOKEN_ENCRYPTION_KEY
+    /// against the key the database records (`sealingKey` says what that check may record), before anything
+    /// else is written: a key that does not match is a ``SiteFailure`` naming the variable (SPEC §14).
     static func assembleDependencies(
-        configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides()
+        configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides(),
+        sealingKey: SealingKeyCheckMode
     ) async throws -> SIWADependencies {
         let database: SIWADatabase
         if let given = overrides.database {
@@ -74,6 +82,21 @@ public enum Site {
         let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
                                             metrics: overrides.metrics ?? SIWAMetrics(), now: now,
                                             oidcKeyRefresh: overrides.oidcKeyRefresh ?? OIDCKeyRing.defaultRefreshInterval)
+        do {
+            let state = try await dependencies.checkSealingKey(sealingKey)
+            switch state {
+            case .recordedNow:
+                logger.notice("recorded TOKEN_ENCRYPTION_KEY's fingerprint: a different key is refused from now on")
+            case .rotating(started: true):
+                logger.notice("TOKEN_ENCRYPTION_KEY change started: every instance now needs this key, with the old one as TOKEN_ENCRYPTION_KEY_PREVIOUS, until `siwa admin reseal` finishes it")
+            case .recorded, .rotating(started: false), .acceptedUnrecorded:
+                break
+            }
+        } catch let refusal as SealingKeyRefusal {
+            if overrides.database == nil { try? await database.close() }
+            await apple.shutdown()
+            throw SiteFailure(refusal.description)
+        }
         return dependencies
     }
 

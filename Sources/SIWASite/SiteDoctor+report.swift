@@ -18,7 +18,11 @@ extension SiteDoctor {
         print(publicKeyPEM)
         let database = await checkDatabase(configuration)
         print(database.line)
-        let (oidc, keys) = database.outcome == .fail
+        let sealingKey = database.outcome == .fail
+            ? Check(outcome: .skip, text: "TOKEN_ENCRYPTION_KEY against the database's record (the database did not answer)")
+            : await checkSealingKey(configuration)
+        print(sealingKey.line)
+        let (oidc, keys) = database.outcome == .fail || sealingKey.outcome == .fail
             ? (Check(outcome: .skip, text: "OpenID signing keys (the database did not answer)"), [])
             : await checkOIDCKeys(configuration)
         print(oidc.line)
@@ -27,7 +31,7 @@ extension SiteDoctor {
         }
         let apple = offline ? Check(outcome: .skip, text: "Apple's keys (--offline)") : await checkAppleKeys(configuration)
         print(apple.line)
-        let checks = [database, oidc, apple]
+        let checks = [database, sealingKey, oidc, apple]
         let problems = checks.filter { $0.outcome == .fail }.count
         print(problems == 0 ? "all checks passed" : "\(problems) check(s) failed")
         return problems == 0

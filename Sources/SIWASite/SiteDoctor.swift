@@ -48,6 +48,36 @@ public enum SiteDoctor {
         }
     }
 
+    /// TOKEN_ENCRYPTION_KEY (and TOKEN_ENCRYPTION_KEY_PREVIOUS) against the key the database records
+    /// (SPEC §14), recording nothing: what `siwa serve` would do with them, or why it would refuse them.
+    public static func checkSealingKey(_ configuration: SIWAConfiguration) async -> Check {
+        do {
+            let admin = try await SiteAdmin.openToLook(configuration: configuration)
+            let state: SealingKeyState
+            do {
+                state = try await admin.dependencies.checkSealingKey(.look)
+            } catch {
+                await admin.close()
+                throw error
+            }
+            await admin.close()
+            let text: String
+            switch state {
+            case .recorded:
+                text = "TOKEN_ENCRYPTION_KEY is the key the database records"
+            case .rotating:
+                text = "TOKEN_ENCRYPTION_KEY is the target of the change of key under way (TOKEN_ENCRYPTION_KEY_PREVIOUS the recorded key): "
+                    + "`siwa admin reseal` finishes it"
+            case .acceptedUnrecorded, .recordedNow:
+                text = "TOKEN_ENCRYPTION_KEY fits what the database holds; `siwa serve` records it (or starts the change of key "
+                    + "to it) at its next start"
+            }
+            return Check(outcome: .ok, text: text)
+        } catch {
+            return Check(outcome: .fail, text: "\(error)")
+        }
+    }
+
     /// The OpenID provider's signing keys as `siwa admin oidc keys` shows them (`kid`, state, dates; never a
     /// private half), found the way it finds them, and the line that sums them up. Opens the database as
     /// `siwa admin` does but writes nothing a start would: a key file not yet stored (the first start, or a

@@ -90,9 +90,18 @@ enum Backend: @unchecked Sendable {
     static func openSQLite(path: String, deleteOnClose: Bool, poolSize: Int, logger: Logger) async throws -> Backend {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try PrivateFile.createDirectory(atPath: folder.path)
         } catch {
             throw StoreError.unavailable("cannot create the SQLite folder \(folder.path): \(error.localizedDescription)")
+        }
+        // A new database is the owner's alone from its first byte; SQLite gives its side files the same mode.
+        if !PrivateFile.exists(path) {
+            do {
+                try PrivateFile.create(atPath: path, replacing: false)
+            } catch {
+                // Another process may have created it meanwhile; anything else is the open's to report.
+                if !PrivateFile.exists(path) { throw StoreError.unavailable(String(describing: error)) }
+            }
         }
         do {
             return .sqlite(try SQLitePool(path: path, maximumReaders: poolSize, logger: logger), deletePath: deleteOnClose ? path : nil)

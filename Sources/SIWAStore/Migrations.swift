@@ -189,6 +189,10 @@ package let migrations: [Migration] = [
         "ALTER TABLE revocation_outbox ADD COLUMN apple_sub TEXT NULL",
         "CREATE INDEX revocation_outbox_sub_idx ON revocation_outbox (apple_sub)",
     ]),
+    // Which TOKEN_ENCRYPTION_KEY seals the stored secrets, so that a wrong key is refused (SIWADatabase+SealingKey.swift).
+    sealingKeyMigration,
+    // What operators did with `siwa admin` (SIWADatabase+AdminAudit.swift).
+    adminAuditMigration,
 ]
 
 extension SIWADatabase {

@@ -56,6 +56,13 @@ extension SIWADatabase {
             if !renamed { for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: partial + suffix) } }
         }
         let integrity: String
+        // Personal data: the copy is the owner's alone before its first byte (SQLite keeps an empty file's mode,
+        // and gives its journal the same).
+        do {
+            try PrivateFile.create(atPath: partial, replacing: true)
+        } catch {
+            throw BackupError("backup of \(source) to \(target) failed: \(error)")
+        }
         do {
             let from = try SQLiteConnection(path: source)
             defer { from.close() }

@@ -79,6 +79,15 @@ struct AdminWorld {
         return try #require(account)
     }
 
+    /// What a start of `siwa serve` with `environment` (the world's by default) writes before it serves: the
+    /// TOKEN_ENCRYPTION_KEY record (or a change of key started), the OpenID signing key stored.
+    func start(_ environment: [String: String]? = nil) async throws {
+        let configuration = try SIWAConfiguration.load(from: environment ?? self.environment)
+        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
+                                                           overrides: SiteOverrides(database: database))
+        await dependencies.apple.shutdown()
+    }
+
     /// The one line of `output` that is JSON (the audit lines go to standard error, which is in `output` too).
     static func json(_ output: String) throws -> Any {
         let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("{") || $0.hasPrefix("[") }, "no JSON in \(output)")
@@ -112,7 +121,7 @@ struct AdminCommandTests {
         #expect(export.output.contains("admin: people export user=\(ada.id)"))
 
         // MUT: delete, with Apple unreachable
-        let delete = try await world.siwa("people", "delete", ada.id)
+        let delete = try await world.siwa("people", "delete", ada.id, "--yes")
         // validate
         #expect(delete.status == 0, "\(delete.output)")
         #expect(delete.output.contains("admin: people delete user=\(ada.id)"))
@@ -167,7 +176,7 @@ struct AdminCommandTests {
                             codeHash: c.codeHash, createdAt: now, expiresAt: now + 3_600)
         }
         // MUT
-        let result = try await world.siwa("sessions", "revoke", ada.id, "--json")
+        let result = try await world.siwa("sessions", "revoke", ada.id, "--json", "--yes")
         // validate
         #expect(result.status == 0, "\(result.output)")
         let counts = try #require(try AdminWorld.json(result.output) as? [String: Any])
@@ -176,7 +185,7 @@ struct AdminCommandTests {
         let record = try #require(try await world.database.personRecord(userID: ada.id))
         #expect(record.sessions.isEmpty && record.oidcAccessTokens.isEmpty && record.appleTokens.count == 2)
         // Unknown ids are an error, and audited.
-        let unknown = try await world.siwa("sessions", "revoke", "no-such-account")
+        let unknown = try await world.siwa("sessions", "revoke", "no-such-account", "--yes")
         #expect(unknown.status == 1 && unknown.output.contains("result=not-found"))
     }
 
@@ -192,7 +201,7 @@ struct AdminCommandTests {
         switch backend {
         case .sqlite:
             let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
-            let again = try await world.siwa("backup", target, "--overwrite", "--json")
+            let again = try await world.siwa("backup", target, "--overwrite", "--json", "--yes")
             #expect(result.status == 0 && again.status == 0, "\(result.output)\n\(again.output)")
             #expect((try AdminWorld.json(again.output) as? [String: Any])?["integrity"] as? String == "ok")
             #expect(again.output.contains("admin: backup path=\(target)"))
@@ -220,7 +229,7 @@ struct AdminCommandTests {
         let ada = try await world.person(webClient: web, appClient: app)
         let grace = try await world.person(webClient: web, appClient: app)
         for person in [ada, grace] {
-            let delete = try await world.siwa("people", "delete", person.id)
+            let delete = try await world.siwa("people", "delete", person.id, "--yes")
             #expect(delete.status == 0, "\(delete.output)")
         }
         let again = try await world.person(webClient: web, appClient: app, sub: ada.appleSub)
@@ -258,13 +267,15 @@ struct AdminCommandTests {
         let configuration = try SIWAConfiguration.load(from: world.environment)
         let kid = try #require(configuration.oidc?.signingKeys.current.kid, "demo mode runs the OpenID provider")
 
-        // MUT: doctor before any start, then after `oidc keys` has stored the demo key
+        // MUT: doctor before any start, then after the first start has stored the demo key
         let before = try await SIWABinary.run(binary, ["doctor", "--offline"], environment: world.environment)
         // validate: the demo key is named, and not stored by doctor (it would sign on running instances)
         #expect(before.status == 0, "\(before.output)")
         #expect(before.output.contains("OIDC_SIGNING_KEY_PATH's key (\(kid))"), "\(before.output)")
         #expect(try await world.database.oidcSigningKeys().contains { $0.kid == kid } == false)
         #expect(before.output.contains("ok    OpenID signing keys: none stored yet"), "\(before.output)")
+        // the first start of `siwa serve` stores it (no admin command does)
+        try await world.start()
         let keys = try await world.siwa("oidc", "keys", "--json")
         #expect(keys.status == 0, "\(keys.output)")
         // a rotation, so that doctor shows a key that signs later too

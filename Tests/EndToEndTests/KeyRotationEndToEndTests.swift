@@ -449,7 +449,8 @@ struct KeyRotationEndToEndTests {
         let tag = UUID().uuidString.prefix(8).lowercased()
         _ = try await world.person(webClient: "com.example.web-\(tag)", appClient: "com.example.app-\(tag)")
 
-        // the demo OpenID key is stored at the first start, and signs
+        // the demo OpenID key is stored at the first start of `siwa serve` (no admin command stores it), and signs
+        try await world.start()
         let keys = try await world.siwa("oidc", "keys", "--json")
         #expect(keys.status == 0, "\(keys.output)")
         let listed = try #require(try AdminWorld.json(keys.output) as? [[String: Any]])
@@ -464,24 +465,39 @@ struct KeyRotationEndToEndTests {
         let states = try #require(try AdminWorld.json(try await world.siwa("oidc", "keys", "--json").output) as? [[String: Any]])
         #expect(states.map { $0["state"] as? String } == ["next", "signing"])
 
-        // reseal with a new TOKEN_ENCRYPTION_KEY, the demo one as previous: two Apple tokens and two OpenID keys
+        // reseal with a new TOKEN_ENCRYPTION_KEY, the demo one as previous: two Apple tokens and two OpenID keys.
+        // Refused until `siwa serve` has run with the new key (which starts the change: SPEC §14).
         let newKey = AESGCMKey.generate()
         var changed = world.environment
         changed["TOKEN_ENCRYPTION_KEY"] = Base64.encode(newKey.bytes)
         changed["TOKEN_ENCRYPTION_KEY_PREVIOUS"] = Base64.encode(world.cipher.key.bytes)
         let binary = try #require(SIWABinary.path)
-        let reseal = try await SIWABinary.run(binary, ["admin", "reseal", "--json"], environment: changed)
+        let early = try await SIWABinary.run(binary, ["admin", "reseal", "--yes"], environment: changed)
+        #expect(early.status == 1 && early.output.contains("`siwa serve`") && early.output.contains("TOKEN_ENCRYPTION_KEY"), "\(early.output)")
+        #expect(try await world.database.sealingKey()?.targetFingerprint == nil)
+        try await world.start(changed)
+        #expect(try await world.database.sealingKey()?.targetFingerprint == SealingKeyFingerprint.of(newKey))
+        let reseal = try await SIWABinary.run(binary, ["admin", "reseal", "--json", "--yes"], environment: changed)
         #expect(reseal.status == 0, "\(reseal.output)")
         let counts = try #require(try AdminWorld.json(reseal.output) as? [String: Any]).mapValues { ($0 as? NSNumber)?.intValue ?? -1 }
         #expect(counts == ["resealed": 4, "alreadyCurrent": 0, "unreadable": 0, "changedMeanwhile": 0])
-        #expect(reseal.output.contains("admin: reseal resealed=4 already_current=0 unreadable=0 changed_meanwhile=0 previous_key=set"))
-        let again = try await SIWABinary.run(binary, ["admin", "reseal"], environment: changed)
+        #expect(reseal.output.contains("admin: reseal resealed=4 already_current=0 unreadable=0 changed_meanwhile=0 previous_key=set key_change=finished"),
+                "\(reseal.output)")
+        // finished: the new key is the recorded one
+        let record = try await world.database.sealingKey()
+        #expect(record?.fingerprint == SealingKeyFingerprint.of(newKey) && record?.targetFingerprint == nil)
+        let again = try await SIWABinary.run(binary, ["admin", "reseal", "--yes"], environment: changed)
         #expect(again.status == 0 && again.output.contains("resealed 0, already current 4, unreadable 0, changed meanwhile 0"), "\(again.output)")
         #expect(again.output.contains("TOKEN_ENCRYPTION_KEY_PREVIOUS can be removed"))
-        // with a key that sealed none of it: all unreadable, exit status 1
-        var stranger = world.environment
-        stranger["TOKEN_ENCRYPTION_KEY"] = Base64.encode(AESGCMKey.generate().bytes)
-        let lost = try await SIWABinary.run(binary, ["admin", "reseal"], environment: stranger)
-        #expect(lost.status == 1 && lost.output.contains("unreadable 4"), "\(lost.output)")
+        // the old key alone is refused now, and so is a key that sealed none of it: exit status 1, nothing written
+        for key in [world.cipher.key, AESGCMKey.generate()] {
+            var stranger = world.environment
+            stranger["TOKEN_ENCRYPTION_KEY"] = Base64.encode(key.bytes)
+            let lost = try await SIWABinary.run(binary, ["admin", "reseal", "--yes"], environment: stranger)
+            #expect(lost.status == 1 && lost.output.contains("TOKEN_ENCRYPTION_KEY is not the key"), "\(lost.output)")
+        }
+        let audit = try #require(try AdminWorld.json(try await SIWABinary.run(binary, ["admin", "audit", "--json"], environment: changed).output)
+                                 as? [[String: Any]])
+        #expect(audit.compactMap { $0["action"] as? String } == ["reseal", "reseal", "oidc rotate-key"], "\(audit)")
     }
 }

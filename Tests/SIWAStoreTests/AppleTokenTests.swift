@@ -31,7 +31,7 @@ struct AppleTokenTests {
             }
 
             // validate
-            #expect(deleted)
+            #expect(deleted == AccountDeletion(revocationsQueued: 2, unreadableDropped: 0))
             #expect(try await db.appleTokens(userID: user.id).isEmpty)
             #expect(try await db.revocation(id: "revoke-" + Self.web)?.token == "resealed:web-2")
             #expect(try await db.revocation(id: "revoke-" + Self.web)?.clientID == Self.web)
@@ -41,16 +41,23 @@ struct AppleTokenTests {
         }
     }
 
-    @Test("a token the caller cannot turn into an outbox item is skipped; the deletion goes on", arguments: Backend.allCases)
-    func skippedRevocation(_ backend: Backend) async throws {
+    @Test("a token the caller cannot turn into an outbox item stops the deletion (nothing written); dropping it is explicit",
+          arguments: Backend.allCases)
+    func unreadableTokenStopsDeletion(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
             let (user, _) = try await db.completeSignIn(signIn(sub: "sub-skip", refreshToken: "w", clientID: Self.web))
             _ = try await db.completeSignIn(signIn(sub: "sub-skip", refreshToken: "a", clientID: Self.app))
-            #expect(try await db.deleteAccount(userID: user.id) { token in
+            let onlyWeb: RevocationForToken = { token in
                 token.clientID == Self.app ? nil : RevocationItem(id: "only-web", clientID: token.clientID, token: "x",
                                                                   tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0)
-            })
+            }
+            await #expect(throws: UnreadableAppleTokens(count: 1)) { try await db.deleteAccount(userID: user.id, revocations: onlyWeb) }
+            #expect(try await db.user(id: user.id) != nil)
+            #expect(try await db.appleTokens(userID: user.id).count == 2)
+            #expect(try await db.revocationCounts() == (0, 0))
+            #expect(try await db.deleteAccount(userID: user.id, revocations: onlyWeb, droppingUnreadable: true)
+                    == AccountDeletion(revocationsQueued: 1, unreadableDropped: 1))
             #expect(try await db.user(id: user.id) == nil)
             #expect(try await db.revocationCounts() == (1, 0))
         }
@@ -145,7 +152,7 @@ struct AppleTokenTests {
             _ = try await db.completeSignIn(signIn(sub: "sub-old", refreshToken: "new-web", clientID: Self.web, now: 40))
             #expect(try await db.appleTokens(userID: "u-old").map(\.refreshToken) == ["old-ciphertext", "new-web"])
             // deleting the person still cascades to the rebuilt table
-            #expect(try await db.deleteAccount(userID: "u-old", revocations: nil))
+            #expect(try await db.deleteAccount(userID: "u-old", revocations: nil) != nil)
             #expect(try await db.appleTokens(userID: "u-old").isEmpty)
         }
     }

@@ -81,7 +81,7 @@ struct OIDCStoreTests {
                 try await test.db.insertOIDCCode(Self.code(userID: account.id))
                 #expect(try await test.db.countOIDCAccessTokens(userID: account.id) == 1)
                 if sub == "oidc.delete" {
-                    #expect(try await test.db.deleteAccount(userID: account.id, revocations: nil))
+                    #expect(try await test.db.deleteAccount(userID: account.id, revocations: nil) != nil)
                     #expect(try await test.db.redeemOIDCCode(codeHash: used.codeHash, now: 1_001) { c, _ in Self.token(for: c) } == .unknown)
                 } else {
                     #expect(try await test.db.endOIDCGrants(sub: sub) == 3)

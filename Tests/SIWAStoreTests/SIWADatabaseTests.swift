@@ -545,7 +545,7 @@ struct SIWADatabaseTests {
             let item = RevocationItem(id: randomID(), clientID: "com.example.web", token: "cipher", tokenTypeHint: "refresh_token", createdAt: 2_000, nextAttemptAt: 2_000)
 
             // MUT
-            #expect(try await db.deleteAccount(userID: user.id, revocations: { _ in item }))
+            #expect(try await db.deleteAccount(userID: user.id, revocations: { _ in item }) != nil)
 
             // validate
             #expect(try await db.user(id: user.id) == nil)
@@ -564,7 +564,7 @@ struct SIWADatabaseTests {
             #expect(try await db.appleTokens(userID: keeper.id).count == 1)
             // Unknown: false, and no outbox row.
             let stray = RevocationItem(id: randomID(), clientID: "c", token: "t", tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0)
-            #expect(try await db.deleteAccount(userID: user.id, revocations: { _ in stray }) == false)
+            #expect(try await db.deleteAccount(userID: user.id, revocations: { _ in stray }) == nil)
             #expect(try await db.revocation(id: stray.id) == nil)
         }
     }
@@ -591,7 +591,7 @@ struct SIWADatabaseTests {
             #expect(try await db.appleTokens(userID: user.id).map(\.refreshToken) == ["cipher"])
 
             // And by sub, without revocation, it works.
-            #expect(try await db.deleteAccount(sub: "sub-atomic", revocations: nil))
+            #expect(try await db.deleteAccount(sub: "sub-atomic", revocations: nil) != nil)
             #expect(try await db.user(sub: "sub-atomic") == nil)
             #expect(try await db.revocationCounts() == (1, 0))
         }

@@ -8,6 +8,8 @@ public enum ChildProcess {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
+        // Never the test runner's terminal: a child that would ask there (`siwa admin`'s confirmations) sees none.
+        process.standardInput = FileHandle.nullDevice
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -54,13 +54,52 @@ struct StoredTokenTests {
 
             // MUT: the daily consent check (the stand-in answers invalid_grant), then b deletes the account
             let result = await app.consentCheck().runOnce()
-            try await app.dependencies.deleteAccount(b, revoke: true)
+            await #expect(throws: UnreadableAppleTokens(count: 1)) { try await app.dependencies.deleteAccount(b, revoke: true) }
+            #expect(try await app.database.user(id: b.id) != nil, "a token that does not open stops the deletion (SPEC §14)")
+            // the operator's explicit choice: deleted, the token that does not open counted and never sent
+            #expect(try await app.dependencies.deleteAccount(b, revoke: true, droppingUnreadable: true)
+                    == AccountDeletion(revocationsQueued: 0, unreadableDropped: 1))
 
             // validate: a's token went to Apple once, for a; b's row did not open (deferred, never revoked)
             #expect(await app.refreshRequests().compactMap { $0["refresh_token"] } == [aPlain])
             #expect(result.revoked == 1 && result.deferred == 1)
             #expect(try await app.revokeRequests(atLeast: 1, within: 1).isEmpty, "b's deletion revoked a's token")
             #expect(try await app.database.revocationCounts().pending == 0)
+        }
+    }
+
+    @Test("an Apple token that does not open: the account page and DELETE /api/me say so with the count (503), and delete nothing",
+          arguments: Backend.allCases)
+    func unreadableTokenRefusesDeletion(backend: Backend) async throws {
+        try await TestApp.run(backend) { app, browser in
+            // setup: a person signed in on the web, whose stored token was sealed with a key this service does not have
+            try await app.signIn(browser, sub: "st.unreadable")
+            let (account, token) = try await app.accountAndToken(sub: "st.unreadable")
+            let place = SealedTokenPlace.account(userID: account.id, clientID: token.clientID)
+            let stranger = TokenCipher(key: AESGCMKey.generate())
+            #expect(try await app.database.replaceSealedToken(SealedToken(place: place, ciphertext: token.refreshToken),
+                                                              with: try stranger.seal("lost", for: place)))
+            let session = try #require(browser.cookie("__Host-siwa_session"))
+
+            // MUT: the account page's delete
+            let page = try await browser.postForm("/account/delete", [("csrf", try await app.csrf(browser)), ("confirm", "yes")])
+            // validate: the error page, with the count; nothing deleted, still signed in
+            #expect(page.status == .serviceUnavailable && page.page == "error", "\(page.status)")
+            #expect(page.text.contains("1 of the Apple sign-in grant kept for your account"), "\(page.text)")
+            #expect(try await app.database.user(id: account.id) != nil)
+            #expect(try await app.database.revocationCounts().pending == 0)
+            #expect(try await browser.get("/account").status == .ok)
+
+            // MUT: the API's delete, with an app bearer for the same person
+            let bearer = SecureRandom.token(byteCount: 32)
+            let now = Int64(Date().timeIntervalSince1970)
+            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(bearer), userID: account.id, kind: .api,
+                                                               createdAt: now, expiresAt: now + 3_600, lastSeenAt: now))
+            let api = try await browser.fresh().send("/api/me", method: .delete, headers: [.authorization: "Bearer \(bearer)"], body: nil)
+            #expect(api.status == .serviceUnavailable)
+            #expect(try api.json()["error"] as? String == "unreadable_tokens")
+            #expect((try api.json()["message"] as? String)?.contains("1 of the Apple sign-in grant") == true, "\(api.text)")
+            #expect(try await app.database.user(id: account.id) != nil && !session.isEmpty)
         }
     }
 

@@ -95,8 +95,29 @@ struct TokenKeyChangeTests {
             // again: nothing to do
             #expect(try await restarted.resealStoredSecrets() == KeyChangeReport(resealed: 0, alreadyCurrent: 7, unreadable: 1))
 
-            // MUT 3: the previous key removed: the site reads everything, the OpenID key signs from the database
+            // MUT 3: the previous key removed while something the change cannot move is left: refused (SPEC §14),
+            // the database still records the old key with the new one as the change's target
             changed.tokenEncryptionKeyPrevious = nil
+            await #expect(throws: SiteFailure.self) {
+                try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
+                                                overrides: SiteOverrides(database: app.database))
+            }
+            #expect(try await app.database.sealingKey()?.fingerprint == SealingKeyFingerprint.of(oldKey))
+            #expect(try await restarted.finishSealingKeyRotation(after: report) == false)
+            // the foreign item done (Apple accepted it): nothing unreadable is left, and a clean pass finishes the change
+            let claimed = try await app.database.claimDueRevocations(now: now + 7_200, limit: 10, leaseSeconds: 60, holder: "test")
+            #expect(try await app.database.completeRevocation(id: foreign, holder: "test", now: now))
+            for item in claimed where item.id != foreign {
+                _ = try await app.database.failRevocation(id: item.id, holder: "test", error: "held", nextAttemptAt: now + 3_600)
+            }
+            let clean = try await restarted.resealStoredSecrets()
+            #expect(clean == KeyChangeReport(resealed: 0, alreadyCurrent: 7, unreadable: 0))
+            #expect(try await restarted.finishSealingKeyRotation(after: clean))
+            #expect(try await app.database.sealingKey() == SealingKeyRecord(
+                fingerprint: SealingKeyFingerprint.of(newKey), targetFingerprint: nil,
+                recordedAt: try #require(try await app.database.sealingKey()).recordedAt,
+                updatedAt: try #require(try await app.database.sealingKey()).updatedAt))
+            // the site reads everything with the new key alone, the OpenID key signs from the database
             let settled = try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
                                                           overrides: SiteOverrides(database: app.database))
             defer { Task { await settled.apple.shutdown() } }

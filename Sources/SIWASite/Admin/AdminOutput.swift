@@ -46,9 +46,36 @@ public enum AdminOutput {
         encode(ExportJSON(exportedAt: now, person: PersonJSON(record)), pretty: true)
     }
 
-    public static func deleted(id: String, json: Bool) -> String {
-        if json { return encode(["deleted": id]) }
-        return "deleted account \(id); its Apple tokens are queued for revocation (see `siwa admin outbox`)"
+    public static func deleted(id: String, _ deletion: AccountDeletion, json: Bool) -> String {
+        if json {
+            return encode(["deleted": .string(id), "revocationsQueued": .int(deletion.revocationsQueued),
+                           "unreadableTokensDropped": .int(deletion.unreadableDropped)] as [String: Scalar])
+        }
+        var line = "deleted account \(id); \(deletion.revocationsQueued) Apple token(s) queued for revocation (see `siwa admin outbox`)"
+        if deletion.unreadableDropped > 0 {
+            line += "; \(deletion.unreadableDropped) unreadable token(s) dropped as asked: never revoked at Apple"
+        }
+        return line
+    }
+
+    public static func audit(_ entries: [AdminAuditEntry], json: Bool) -> String {
+        if json { return encode(entries.map(AuditJSON.init)) }
+        if entries.isEmpty { return "no admin action recorded" }
+        return entries.map { entry in
+            [date(entry.at), entry.action, entry.accountID.map { "user=\($0)" }, entry.detail.isEmpty ? nil : entry.detail,
+             "by=\(entry.actor)@\(entry.host)"].compactMap { $0 }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+
+    struct AuditJSON: Encodable {
+        var at: Int64
+        var action: String
+        var account: String?
+        var by, host, detail: String
+
+        init(_ e: AdminAuditEntry) {
+            (at, action, account, by, host, detail) = (e.at, e.action, e.accountID, e.actor, e.host, e.detail)
+        }
     }
 
     public static func signedOut(id: String, _ ended: SignedOutEverywhere, json: Bool) -> String {

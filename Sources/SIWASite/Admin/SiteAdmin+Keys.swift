@@ -55,10 +55,28 @@ extension SiteAdmin {
 
     /// `siwa admin reseal`: every stored sealed secret that opens only with TOKEN_ENCRYPTION_KEY_PREVIOUS is
     /// sealed again with TOKEN_ENCRYPTION_KEY (compare-and-set per row: safe while instances serve).
+    ///
+    /// It finishes a change of key the database records (SPEC §14) only when a whole pass finds everything
+    /// sealed with TOKEN_ENCRYPTION_KEY: what it moved is checked by a second pass (a row a sign-in rewrote
+    /// meanwhile is then read again), and the new key becomes the recorded one.
     public func reseal() async throws -> KeyChangeReport {
-        let report = try await dependencies.resealStoredSecrets()
-        record("reseal resealed=\(report.resealed) already_current=\(report.alreadyCurrent) unreadable=\(report.unreadable) "
-               + "changed_meanwhile=\(report.changedMeanwhile) previous_key=\(hasPreviousTokenKey ? "set" : "unset")")
+        var report = try await dependencies.resealStoredSecrets()
+        var finished = false
+        if report.unreadable == 0 {
+            var check = report
+            // A pass that moved something is followed by one that only looks; a few at most (rows rewritten
+            // meanwhile by instances sealing with the new key are current at the next look).
+            for _ in 0..<3 where check.resealed > 0 || check.changedMeanwhile > 0 {
+                check = try await dependencies.resealStoredSecrets()
+                report.changedMeanwhile = check.changedMeanwhile
+                report.resealed += check.resealed
+                report.unreadable = check.unreadable
+            }
+            finished = try await dependencies.finishSealingKeyRotation(after: check)
+        }
+        try await recordAction("reseal", detail: "resealed=\(report.resealed) already_current=\(report.alreadyCurrent) "
+            + "unreadable=\(report.unreadable) changed_meanwhile=\(report.changedMeanwhile) "
+            + "previous_key=\(hasPreviousTokenKey ? "set" : "unset") key_change=\(finished ? "finished" : "unchanged")")
         return report
     }
 
@@ -71,10 +89,10 @@ extension SiteAdmin {
         do {
             rotation = try await dependencies.rotateOIDCSigningKey(signsIn: signsIn, withdrawOthers: withdrawOthers)
         } catch let off as OIDCProviderOff {
-            record("oidc rotate-key result=provider-off")
+            try await recordAction("oidc rotate-key", detail: "result=provider-off")
             throw SiteFailure(off.description)
         }
-        record("oidc rotate-key kid=\(rotation.kid) signs_from=\(rotation.signsFrom) "
+        try await recordAction("oidc rotate-key", detail: "kid=\(rotation.kid) signs_from=\(rotation.signsFrom) "
                + "superseded=\(rotation.superseded.isEmpty ? "none" : rotation.superseded.map(\.kid).joined(separator: ","))"
                + (withdrawOthers ? " withdrawn=yes" : ""))
         return rotation

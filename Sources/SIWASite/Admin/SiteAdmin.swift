@@ -11,40 +11,72 @@ public enum PersonQuery: Sendable, Equatable {
     case id(String)
 }
 
+/// Whether an admin command only reads (writes nothing at all) or changes something.
+public enum AdminAccess: Sendable {
+    /// `people find`, `show`, `export`, `outbox`, `oidc clients`, `oidc keys`, `audit`: the store is opened
+    /// as `siwa doctor` opens it, with no start-up writes, and nothing is written.
+    case read
+    /// Everything else: its action is recorded in the database (`siwa admin audit`).
+    case write
+}
+
+/// Who runs an admin command, for the audit: `SUDO_USER` (the operator behind `sudo`), else `USER`, and the
+/// machine's name.
+public struct AdminActor: Sendable, Equatable {
+    public var user: String
+    public var host: String
+
+    public init(user: String, host: String) {
+        self.user = user
+        self.host = host
+    }
+
+    public static func current(environment: [String: String] = ProcessInfo.processInfo.environment) -> AdminActor {
+        let user = [environment["SUDO_USER"], environment["USER"], environment["LOGNAME"]]
+            .compactMap { $0 }.first { !$0.isEmpty } ?? "unknown"
+        return AdminActor(user: user, host: ProcessInfo.processInfo.hostName)
+    }
+}
+
 /// `siwa admin`: an operator's actions on the database `siwa serve` uses, with the same configuration, safe
 /// while instances serve (each action is one of the store's transactions, as a request's would be).
 ///
 /// Every action writes one audit line through the site's logger at notice level — `admin: <action>` and the
-/// person's account id (`user=`), never a secret or an email address.
+/// person's account id (`user=`), never a secret or an email address — and every action that changes
+/// something is also recorded in the database with who ran it (``recordAction(_:account:detail:)``).
+/// Opening it never writes what a start writes (re-sealed tokens, `OIDC_SIGNING_KEY_PATH`'s key): only
+/// TOKEN_ENCRYPTION_KEY is checked against the recorded key (SPEC §14).
 public struct SiteAdmin: Sendable {
     public let configuration: SIWAConfiguration
     let dependencies: SIWADependencies
     let audit: Logger
+    let actor: AdminActor
     var database: SIWADatabase { dependencies.database }
 
-    /// Opens the configured database (and migrates it, as `siwa serve` and `siwa doctor` do) and builds the
-    /// site's dependencies; `logger` receives the audit lines. A database that does not open is a ``SiteFailure``.
-    public static func open(configuration: SIWAConfiguration, overrides: SiteOverrides = SiteOverrides()) async throws -> SiteAdmin {
-        try await open(configuration: configuration, overrides: overrides, starting: true)
+    /// Opens the configured database (migrating it, as `siwa serve` and `siwa doctor` do), checks
+    /// TOKEN_ENCRYPTION_KEY against the recorded key, and builds the site's dependencies without any start-up
+    /// write. A database that does not open, or a key that does not match, is a ``SiteFailure``.
+    public static func open(configuration: SIWAConfiguration, overrides: SiteOverrides = SiteOverrides(), access: AdminAccess = .write,
+                            actor: AdminActor = .current()) async throws -> SiteAdmin {
+        try await open(configuration: configuration, overrides: overrides, check: access == .read ? .look : .write, actor: actor)
     }
 
-    /// ``open(configuration:overrides:)`` for `siwa doctor`, which only looks: the database is migrated, but
-    /// nothing a start writes is written (see ``Site/assembleDependencies(configuration:logger:overrides:)``).
+    /// ``open(configuration:overrides:access:actor:)`` for `siwa doctor`, which only looks.
     static func openToLook(configuration: SIWAConfiguration) async throws -> SiteAdmin {
-        try await open(configuration: configuration, overrides: SiteOverrides(), starting: false)
+        try await open(configuration: configuration, overrides: SiteOverrides(), check: .look, actor: .current())
     }
 
-    private static func open(configuration: SIWAConfiguration, overrides: SiteOverrides, starting: Bool) async throws -> SiteAdmin {
+    private static func open(configuration: SIWAConfiguration, overrides: SiteOverrides, check: SealingKeyCheckMode,
+                             actor: AdminActor) async throws -> SiteAdmin {
         var quiet = Logger(label: "siwa")
         quiet.logLevel = .error
         var audit = Logger(label: "siwa")
         // The audit line is written whatever LOG_LEVEL says, unless it asks for less than notice.
         audit.logLevel = min(configuration.logLevel, .notice)
         do {
-            let dependencies = starting
-                ? try await Site.makeDependencies(configuration: configuration, logger: quiet, overrides: overrides)
-                : try await Site.assembleDependencies(configuration: configuration, logger: quiet, overrides: overrides)
-            return SiteAdmin(configuration: configuration, dependencies: dependencies, audit: audit)
+            let dependencies = try await Site.assembleDependencies(configuration: configuration, logger: quiet, overrides: overrides,
+                                                                   sealingKey: check)
+            return SiteAdmin(configuration: configuration, dependencies: dependencies, audit: audit, actor: actor)
         } catch let error as StoreError {
             throw SiteFailure("database error: DATABASE_URL (\(configuration.databaseURL.redactedDescription)): \(error)")
         } catch let error as ConfigurationError {
@@ -58,8 +90,18 @@ public struct SiteAdmin: Sendable {
         try? await dependencies.database.close()
     }
 
+    /// A read's audit line (the log only: a read writes nothing).
     func record(_ action: String) {
         audit.notice("admin: \(action)")
+    }
+
+    /// A change's audit line, and its row in the database (`siwa admin audit`): `action` is the command
+    /// (`people delete`), `detail` its outcome as `key=value` words.
+    func recordAction(_ action: String, account: String? = nil, detail: String = "") async throws {
+        let words = [action, account.map { "user=\(LogSafe.text($0))" }, detail.isEmpty ? nil : detail].compactMap { $0 }
+        audit.notice("admin: \(words.joined(separator: " "))", metadata: ["by": .string(LogSafe.text(actor.user)), "host": .string(LogSafe.text(actor.host))])
+        try await database.recordAdminAction(AdminAuditEntry(at: now(), action: action, accountID: account, actor: actor.user,
+                                                             host: actor.host, detail: detail))
     }
 
     private func now() -> Int64 { dependencies.now() }
@@ -91,15 +133,29 @@ public struct SiteAdmin: Sendable {
 
     /// Deletes the account exactly as its owner's "Delete account" does: in one transaction, with an outbox
     /// item revoking each of its Apple tokens (sent by the serving instances' revocation workers, so nothing is
-    /// lost while Apple is down). False when there is no such account.
-    public func deletePerson(id: String) async throws -> Bool {
+    /// lost while Apple is down). Nil when there is no such account.
+    ///
+    /// Tokens that do not open refuse the deletion (a ``SiteFailure`` with their count, nothing deleted, recorded
+    /// as refused) unless `droppingUnreadable`, when they are deleted unrevoked and the count is recorded.
+    public func deletePerson(id: String, droppingUnreadable: Bool = false) async throws -> AccountDeletion? {
         guard let account = try await database.user(id: id) else {
-            record("people delete user=\(LogSafe.text(id)) result=not-found")
-            return false
+            try await recordAction("people delete", account: id, detail: "result=not-found")
+            return nil
         }
-        let deleted = try await dependencies.deleteAccount(account, revoke: true, logger: audit)
-        record("people delete user=\(account.id)\(deleted ? "" : " result=not-found")")
-        return deleted
+        do {
+            let deleted = try await dependencies.deleteAccount(account, revoke: true, droppingUnreadable: droppingUnreadable, logger: audit)
+            if let deleted {
+                try await recordAction("people delete", account: account.id, detail: "revocations_queued=\(deleted.revocationsQueued)"
+                    + (droppingUnreadable ? " unreadable_tokens_dropped=\(deleted.unreadableDropped)" : ""))
+            } else {
+                try await recordAction("people delete", account: account.id, detail: "result=not-found")
+            }
+            return deleted
+        } catch let refusal as UnreadableAppleTokens {
+            try await recordAction("people delete", account: account.id, detail: "result=refused unreadable_tokens=\(refusal.count)")
+            throw SiteFailure("\(refusal) (account \(account.id)); check TOKEN_ENCRYPTION_KEY, or pass --drop-unreadable-tokens "
+                              + "to delete it anyway (those grants then stay at Apple)")
+        }
     }
 
     /// Signs the person out everywhere (web sessions, app bearers, OpenID access tokens and unused codes).
@@ -107,10 +163,10 @@ public struct SiteAdmin: Sendable {
     public func revokeSessions(id: String) async throws -> SignedOutEverywhere? {
         let ended = try await database.signOutEverywhere(userID: id)
         if let ended {
-            record("sessions revoke user=\(LogSafe.text(id)) web=\(ended.webSessions) app=\(ended.appSessions) "
-                   + "oidc_tokens=\(ended.oidcAccessTokens) oidc_codes=\(ended.oidcCodes)")
+            try await recordAction("sessions revoke", account: id, detail: "web=\(ended.webSessions) app=\(ended.appSessions) "
+                                   + "oidc_tokens=\(ended.oidcAccessTokens) oidc_codes=\(ended.oidcCodes)")
         } else {
-            record("sessions revoke user=\(LogSafe.text(id)) result=not-found")
+            try await recordAction("sessions revoke", account: id, detail: "result=not-found")
         }
         return ended
     }
@@ -128,8 +184,17 @@ public struct SiteAdmin: Sendable {
     /// them at their next poll. Returns the ids changed.
     public func retryOutbox(id: String? = nil) async throws -> [String] {
         let ids = try await database.retryRevocationsNow(now: now(), id: id)
-        record("outbox retry\(id.map { " item=\(LogSafe.text($0))" } ?? "") due_now=\(ids.count)")
+        try await recordAction("outbox retry", detail: (id.map { "item=\(LogSafe.text($0)) " } ?? "") + "due_now=\(ids.count)")
         return ids
+    }
+
+    // MARK: - Audit
+
+    /// `siwa admin audit`: what operators did, newest first (all, or one account's).
+    public func auditEntries(account: String? = nil, limit: Int = 100) async throws -> [AdminAuditEntry] {
+        let entries = try await database.adminAudit(accountID: account, limit: limit)
+        record("audit" + (account.map { " user=\(LogSafe.text($0))" } ?? "") + " count=\(entries.count)")
+        return entries
     }
 
     // MARK: - OpenID provider
@@ -166,8 +231,19 @@ extension SiteAdmin {
         }
         do {
             let report = try await database.backup(to: path, overwrite: overwrite)
+            let actor = AdminActor.current()
+            audit.notice("admin: backup path=\(LogSafe.text(report.path)) bytes=\(report.bytes)",
+                         metadata: ["by": .string(LogSafe.text(actor.user)), "host": .string(LogSafe.text(actor.host))])
+            // Recorded in the database it copied (migrated by the instances; a database never served has no
+            // audit table yet, and the log line stands alone).
+            do {
+                try await database.recordAdminAction(AdminAuditEntry(
+                    at: Int64(Date().timeIntervalSince1970), action: "backup", accountID: nil, actor: actor.user, host: actor.host,
+                    detail: "path=\(LogSafe.text(report.path)) bytes=\(report.bytes)\(overwrite ? " overwrite=yes" : "")"))
+            } catch {
+                audit.warning("admin: backup not recorded in the database: \(LogSafe.text(String(describing: error), limit: 200))")
+            }
             try? await database.close()
-            audit.notice("admin: backup path=\(LogSafe.text(report.path)) bytes=\(report.bytes)")
             return report
         } catch let error as BackupError {
             try? await database.close()
@@ -177,6 +253,21 @@ extension SiteAdmin {
             try? await database.close()
             audit.notice("admin: backup result=failed")
             throw error
+        }
+    }
+}
+
+extension SiteAdmin {
+    /// Writes `contents` to `path` with mode 0600 from the first byte (`people export --output`): personal data
+    /// is the owner's alone (SPEC §14). An existing file is replaced only with `overwrite`.
+    public static func writePrivateFile(_ contents: String, to path: String, overwrite: Bool) throws {
+        do {
+            try PrivateFile.write(Data(contents.utf8), toPath: path, replacing: overwrite)
+        } catch {
+            if !overwrite, FileManager.default.fileExists(atPath: path) {
+                throw SiteFailure("\(path) exists; choose another path or pass --overwrite")
+            }
+            throw SiteFailure("\(error)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import SIWAStore
 import SIWAWeb
 
 /// Demo mode's generated secrets, kept in the data folder so restarts keep sessions and accounts.
@@ -35,11 +36,9 @@ struct DemoFiles {
 
     private func write(_ contents: String, to path: String) throws {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            // Owner-only: these are secrets, even in demo mode.
-            guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteUnknown)
-            }
+            // Owner-only from the first byte: these are secrets, even in demo mode; the folder holds the database too.
+            try PrivateFile.createDirectory(atPath: directory)
+            try PrivateFile.write(Data(contents.utf8), toPath: path, replacing: false)
         } catch {
             throw ConfigurationError(SiteSettings.dataDirectory.name, "is not writable (\(directory)): \(error.localizedDescription)")
         }

@@ -21,7 +21,8 @@ public struct TeamTransfer: Sendable {
         guard !configuration.isDemo else {
             throw ConfigurationError(SiteSettings.teamID.name, "is not set — a transfer runs with the team's own Apple credentials")
         }
-        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger, overrides: overrides)
+        let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger, overrides: overrides,
+                                                          sealingKey: .write)
         let session = MigrationSession(apple: dependencies.apple, clientID: configuration.clientID, retries: retries,
                                        retryDelay: .milliseconds(500))
         return TeamTransfer(configuration: configuration, dependencies: dependencies, session: session)

@@ -61,7 +61,11 @@ struct AccountController: Sendable {
         guard let session = try await dependencies.webSession(for: request) else { throw WebError.notSignedIn }
         guard dependencies.csrf.isValid(form.csrf, for: session.tokenHash) else { throw WebError.csrf }
         guard form.confirm == "yes" else { return .seeOther("/account?problem=confirm") }
-        try await dependencies.deleteAccount(session.account, revoke: true, logger: context.logger)
+        do {
+            try await dependencies.deleteAccount(session.account, revoke: true, logger: context.logger)
+        } catch let refusal as UnreadableAppleTokens {
+            throw WebError.unreadableTokens(refusal, retryPath: "/account")
+        }
         context.logger.info("account deleted", metadata: ["user": .string(session.account.id)])
         var response = dependencies.pages.render(.deleted, title: "Account deleted")
         response.setCookie(dependencies.cookies.clearedSession)

@@ -88,10 +88,15 @@ extension SIWADependencies {
 
     /// Deletes the account and everything about it in one transaction, queuing an Apple revocation for each of
     /// its tokens (web and app) in the same transaction so they survive restarts (SPEC §5). `revoke: false` for
-    /// Apple's own account-delete notification, where Apple already knows. `logger` hears about a token that
-    /// cannot be decrypted (so cannot be revoked).
+    /// Apple's own account-delete notification, where Apple already knows. Nil when there is no such account.
+    ///
+    /// A token that cannot be opened (sealed with a key this configuration does not have, or not for this
+    /// account) is never dropped silently (SPEC §14): the deletion is refused with ``UnreadableAppleTokens``
+    /// and nothing is deleted, unless `droppingUnreadable` (an operator's explicit choice), when `logger`
+    /// hears of each such token.
     @discardableResult
-    package func deleteAccount(_ account: UserAccount, revoke: Bool, logger: Logger = Logger(label: "siwa")) async throws -> Bool {
+    package func deleteAccount(_ account: UserAccount, revoke: Bool, droppingUnreadable: Bool = false,
+                               logger: Logger = Logger(label: "siwa")) async throws -> AccountDeletion? {
         let (now, cipher) = (now(), cipher)
         var revocations: RevocationForToken?
         if revoke {
@@ -104,17 +109,16 @@ extension SIWADependencies {
                     return RevocationItem(id: id, clientID: token.clientID, token: sealed, tokenTypeHint: "refresh_token",
                                           createdAt: now, attempts: 0, nextAttemptAt: now, lastError: nil, completedAt: nil)
                 } catch {
-                    // Nothing Apple could be sent (TOKEN_ENCRYPTION_KEY changed, or a ciphertext not sealed for this
-                    // account); the deletion goes on.
-                    logger.error("stored Apple token does not decrypt; it cannot be revoked", metadata: [
+                    logger.error("stored Apple token does not open; it cannot be revoked", metadata: [
                         "user": .string(token.userID), "client": .string(token.clientID), "error": .string(String(describing: error)),
+                        "deletion": .string(droppingUnreadable ? "goes on: dropping unreadable tokens as asked" : "refused"),
                     ])
                     return nil
                 }
             }
         }
-        let deleted = try await database.deleteAccount(userID: account.id, revocations: revocations)
-        if revoke { revocationSignal.notify() }
+        let deleted = try await database.deleteAccount(userID: account.id, revocations: revocations, droppingUnreadable: droppingUnreadable)
+        if revoke && deleted != nil { revocationSignal.notify() }
         return deleted
     }
 }

@@ -167,7 +167,11 @@ struct NativeAPIController: Sendable {
 
     func deleteMe(_ request: Request, context: AppRequestContext) async throws -> Response {
         guard let session = try await dependencies.apiSession(for: request) else { throw Self.unauthorized }
-        try await dependencies.deleteAccount(session.account, revoke: true)
+        do {
+            try await dependencies.deleteAccount(session.account, revoke: true, logger: context.logger)
+        } catch let refusal as UnreadableAppleTokens {
+            throw WebError.unreadableTokens(refusal, retryPath: nil)
+        }
         context.logger.info("account deleted through the API", metadata: ["user": .string(session.account.id)])
         return .json(["status": "deleted"])
     }

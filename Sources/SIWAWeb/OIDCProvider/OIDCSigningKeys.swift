@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import SIWAStore
 
 /// The RSA key at `OIDC_SIGNING_KEY_PATH` and, when present, the one at `PATH.previous` (published only), as
 /// configured (SPEC §11).
@@ -71,10 +72,8 @@ public struct OIDCSigningKeys: Sendable {
     private static func writeSecret(_ contents: String, to path: String, setting: String) throws {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteUnknown)
-            }
+            try PrivateFile.createDirectory(atPath: directory)
+            try PrivateFile.write(Data(contents.utf8), toPath: path, replacing: false)
         } catch {
             throw ConfigurationError(setting, "cannot be written at \(path): \(error.localizedDescription)")
         }

@@ -1,4 +1,5 @@
 import Hummingbird
+import SIWAStore
 
 /// An error shown to a person (as the error page) or to an API client (as JSON). It knows its status,
 /// its words, and its metrics kind; the error middleware renders it. Never a 500 for bad input.
@@ -29,6 +30,16 @@ public struct WebError: Error, Sendable, CustomStringConvertible {
 
     static func badRequest(_ kind: String, _ message: String, hint: String? = nil) -> WebError {
         WebError(.badRequest, kind: kind, title: "That request could not be used", message: message, hint: hint)
+    }
+
+    /// A deletion refused because some of the person's Apple tokens do not open (SPEC §14): nothing was deleted,
+    /// and the operator's log says which (``SIWADependencies/deleteAccount(_:revoke:droppingUnreadable:logger:)``).
+    static func unreadableTokens(_ refusal: UnreadableAppleTokens, retryPath: String?) -> WebError {
+        WebError(.serviceUnavailable, kind: "unreadable_tokens", title: "Your account could not be deleted yet",
+                 message: "\(refusal.count) of the Apple sign-in grant\(refusal.count == 1 ? "" : "s") kept for your account "
+                     + "cannot be read with this service's current key, so \(refusal.count == 1 ? "it" : "they") could not be withdrawn "
+                     + "at Apple. Nothing was deleted: your account is as it was.",
+                 hint: "The service's operator has been told. Try again later.", retryPath: retryPath)
     }
 
     static let notSignedIn = WebError(.unauthorized, kind: "not_signed_in", title: "You are not signed in",
