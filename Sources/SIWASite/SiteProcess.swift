@@ -10,4 +10,14 @@ public enum SiteProcess {
     public static func printError(_ line: String) {
         SIWASite.printError(line)
     }
+
+    /// The one line of a failure before exit status 1 (a ``SiteFailure``, a usage error): as it reads on
+    /// standard error, or, with `LOG_FORMAT=json`, one JSON line at level `error` (``ProcessLog``).
+    public static func printFailure(_ line: String) {
+        ProcessLog.failure(line)
+    }
+
+    /// Whether lines are JSON (`LOG_FORMAT=json` from the environment, or `--log-format json` once
+    /// ``Site/configuration(_:)`` has read the flags).
+    public static var logsJSON: Bool { SiteLogHandler.format == .json }
 }

@@ -28,9 +28,17 @@ struct SIWACommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as SiteFailure {
-            printError(failure.description)
+            SiteProcess.printFailure(failure.description)
             exit(withError: ExitCode(1))
         } catch {
+            // With LOG_FORMAT=json a usage error is one JSON line too (its message, without the usage);
+            // help and a clean exit stay ArgumentParser's.
+            let code = exitCode(for: error)
+            if SiteProcess.logsJSON && !code.isSuccess {
+                let message = self.message(for: error)
+                if !message.isEmpty { SiteProcess.printFailure(message) }
+                exit(withError: code)
+            }
             exit(withError: error)
         }
     }

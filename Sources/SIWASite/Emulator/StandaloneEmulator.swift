@@ -84,14 +84,31 @@ public enum StandaloneEmulator {
         }
         let app = try await buildEmulatorApplication(configuration: configuration, state: state, host: options.host,
                                                      port: options.port, logger: logger)
-        print("Apple ID emulator listening on http://\(options.host):\(options.port) (event log: /emulator)")
-        let teams = Set(configuration.clients.map(\.teamID))
-        print("  \(configuration.clients.count) client(s) of \(teams.count) team(s): "
-              + configuration.clients.map(\.clientID).joined(separator: ", "))
-        if let stateFile = options.stateFile { print("  state file: \(stateFile)") }
-        if token != nil { print("  admin API: Bearer token required") }
+        announceListening(options, configuration: configuration)
         try await ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger).run()
         await state.shutdown()
+        logger.info("Apple ID emulator stopped")
+    }
+
+    /// What it prints once it listens: a few lines on standard output in the `text` format; one `info`
+    /// line with the same facts as fields with `LOG_FORMAT=json` (``ProcessLog``).
+    private static func announceListening(_ options: Options, configuration: EmulatorConfiguration) {
+        let listening = "Apple ID emulator listening on http://\(options.host):\(options.port)"
+        let teams = Set(configuration.clients.map(\.teamID))
+        let clients = "\(configuration.clients.count) client(s) of \(teams.count) team(s): "
+            + configuration.clients.map(\.clientID).joined(separator: ", ")
+        var lines = [listening + " (event log: /emulator)", "  " + clients]
+        var metadata: Logger.Metadata = [
+            "host": "\(options.host)", "port": "\(options.port)", "event_log": "/emulator",
+            "clients": .array(configuration.clients.map { .string($0.clientID) }), "teams": "\(teams.count)",
+            "admin_token_required": "\(options.adminToken != nil)",
+        ]
+        if let stateFile = options.stateFile {
+            lines.append("  state file: \(stateFile)")
+            metadata["state_file"] = "\(stateFile)"
+        }
+        if options.adminToken != nil { lines.append("  admin API: Bearer token required") }
+        ProcessLog.announce(lines.joined(separator: "\n"), message: listening, metadata: metadata)
     }
 
     /// The one team of the one-team options, with a Services ID per `clientIDs` and an app per `nativeClientIDs`.
