@@ -104,6 +104,8 @@ struct PlainRequestHeadTests {
             #expect(decoded.head.uri == plain.target, "\(text)")
             #expect(decoded.head.version == .http1_1, "\(text)")
             #expect(decoded.head.isKeepAlive == plain.keepAlive, "\(text)")
+            #expect(decoded.head.headers.map { "\($0.name): \($0.value)" } == plain.fieldLines.map { "\($0.name): \($0.value)" },
+                    "\(text)")
             for name in Set(decoded.head.headers.map { $0.name.lowercased() }).union(["cookie", "authorization", "host", "absent"]) {
                 #expect(plain.values(of: name) == decoded.head.headers[name], "\(text): \(name)")
             }
