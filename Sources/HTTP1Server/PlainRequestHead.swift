@@ -59,7 +59,8 @@ struct PlainRequestHead {
     }
 
     /// The values of every field named `name` (lower-case ASCII; the head's names in any case), in order,
-    /// without the spaces before them: what NIO's `HTTPHeaders[name]` gives for the same head.
+    /// without the spaces before them: what NIO's `HTTPHeaders[name]` gives for the same head, for a name
+    /// without `^` and `~` (NIO's lookup folds every byte with 0xDF, so there each also matches the other).
     func values(of name: String) -> [String] {
         let span = bytes.readableBytesUInt8Span
         var values: [String] = []
