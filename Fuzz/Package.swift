@@ -18,6 +18,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "siwa", path: ".."),
+        // The decoder FuzzPlainRequestHead checks against; the version siwa's own pins choose.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     ],
     targets: [
         .target(name: "CFuzzerDriver"),
@@ -35,6 +37,13 @@ let package = Package(
         fuzzTarget("FuzzIdentityClaims", [.product(name: "AppleSignIn", package: "siwa")]),
         fuzzTarget("FuzzUserPayload", [.product(name: "AppleSignIn", package: "siwa")]),
         fuzzTarget("FuzzNotification", [.product(name: "AppleSignIn", package: "siwa")]),
+        // Its PlainRequestHead.swift is a symlink to Sources/HTTP1Server's: that module is no product of
+        // siwa's package, and a product over it (SIWAWeb) would build the whole web layer with sanitizers.
+        fuzzTarget("FuzzPlainRequestHead", [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora under Fuzz/Corpus/<target>/ from the shapes Apple really sends.
+"""Writes the seed corpora under Fuzz/Corpus/<target>/ from the shapes Apple really sends
+(and, for the request heads, nginx and Caddy).
 
 Run once by hand (python3 Fuzz/Corpus/make_seeds.py); the output is committed. Keys are made
 fresh each run (python `cryptography`), so signatures are real RS256/ES256 but by throwaway keys:
@@ -169,3 +170,26 @@ for name, value in notifications.items():
           b"\x00" + dumps({"payload": jws(rs_header, dumps(value))}))
 write("FuzzNotification", "body-not-json.txt", b"\x00payload=abc")
 write("FuzzNotification", "body-wrong-shape.json", b'\x00{"payload":42,"extra":[1,2]}')
+
+# --- request heads (FuzzPlainRequestHead: one read's bytes) ------------------------------------------
+def head(*lines: str, method: str = "GET", target: str = "/oauth2/auth") -> str:
+    return "".join(line + "\r\n" for line in (f"{method} {target} HTTP/1.1",) + lines) + "\r\n"
+
+COOKIE = "Cookie: __Host-siwa=AbC-123_xyz; theme=dark"
+request_heads = {
+    "nginx-check.txt": head("Host: siwa", COOKIE, "X-Forwarded-Uri: /private?a=1&b=%20c"),
+    "caddy-check.txt": head("Host: localhost", "User-Agent: Go-http-client/1.1", "Accept-Encoding: gzip", COOKIE,
+                            "X-Forwarded-For: 127.0.0.1", "X-Forwarded-Method: GET", "X-Forwarded-Proto: http",
+                            "X-Forwarded-Uri: /"),
+    "redirect-check.txt": head("Host: a.example", "Authorization: Bearer abc.def.ghi", target="/oauth2/auth?redirect=true"),
+    "connection-close.txt": head("Host: x", "Connection: close"),
+    "connection-keep-alive.txt": head("host:x", "CONNECTION:  Keep-Alive", "cookie:a=1", "COOKIE: b=2"),
+    "proxy-connection-close.txt": head("Host: x", "Proxy-Connection: close"),
+    "content-length.txt": head("Host: x", "Content-Length: 0", method="POST"),
+    "every-method.txt": head("X!#$%&'*+-.^_`|~: in  side \"quoted\"", method="OPTIONS", target="/x;y=1:@!$'()*+,?q=/~"),
+    "head-no-fields.txt": head(method="HEAD", target="/"),
+    # NIO's HTTPHeaders[name] takes `^` for `~`; the target compares values by the letters' case only.
+    "caret-tilde-names.txt": head("X^: 1", "x~: 2", "X^: 3"),
+}
+for name, text in request_heads.items():
+    write("FuzzPlainRequestHead", name, text)

@@ -14,12 +14,14 @@ import NIOHTTP1
 ///   (kept to the line's end, as NIO keeps them; no tab, no obs-fold, no obs-text, no control
 ///   character, no bare CR or LF);
 /// - no `Content-Length`, `Transfer-Encoding`, `Upgrade` nor `Expect` (a request without a body and
-///   without anything after it), and `Connection` only as `keep-alive` or `close`;
+///   without anything after it), no `Proxy-Connection` (llhttp reads it as `Connection`), and `Connection`
+///   only as `keep-alive` or `close`: of the names llhttp reads itself (its header states: `Connection`,
+///   `Proxy-Connection`, `Content-Length`, `Transfer-Encoding`, `Upgrade`), `Connection` alone is taken here;
 /// - the empty line, and then the end of the bytes: nothing pipelined, nothing left for the decoder.
 ///
 /// So the decoder, given the same bytes, reads one request with the same method, target and fields, no
 /// body, the same keep-alive, and ends between requests (`PlainRequestHeadTests` holds both readings
-/// side by side on random heads).
+/// side by side on random heads, and the fuzz target `FuzzPlainRequestHead` on what libFuzzer makes).
 struct PlainRequestHead {
     let method: HTTPMethod
     let target: String
@@ -57,14 +59,26 @@ struct PlainRequestHead {
     }
 
     /// The values of every field named `name` (lower-case ASCII; the head's names in any case), in order,
-    /// without the spaces before them: what NIO's `HTTPHeaders[name]` gives for the same head.
+    /// without the spaces before them: what NIO's `HTTPHeaders[name]` gives for the same head, for a name
+    /// without `^` and `~` (NIO's lookup folds every byte with 0xDF, so there each also matches the other).
     func values(of name: String) -> [String] {
         let span = bytes.readableBytesUInt8Span
         var values: [String] = []
         for field in fields where Self.equalsIgnoringCase(span, field.name, name) {
-            values.append(bytes.getString(at: bytes.readerIndex + field.value.lowerBound, length: field.value.count) ?? "")
+            values.append(string(field.value))
         }
         return values
+    }
+
+    /// Every field line's name (in the head's case) and value, in order: what NIO's `HTTPHeaders` lists
+    /// for the same head (the tests and the fuzz target compare the two).
+    var fieldLines: [(name: String, value: String)] {
+        fields.map { (string($0.name), string($0.value)) }
+    }
+
+    /// The text of `range` of the readable bytes (ASCII, as `shape(of:)` checked).
+    private func string(_ range: Range<Int>) -> String {
+        bytes.getString(at: bytes.readerIndex + range.lowerBound, length: range.count) ?? ""
     }
 
     // MARK: Reading
@@ -114,7 +128,8 @@ struct PlainRequestHead {
             index += 2
             switch name.count {
             case 6 where equalsIgnoringCase(span, name, "expect"), 7 where equalsIgnoringCase(span, name, "upgrade"),
-                 14 where equalsIgnoringCase(span, name, "content-length"), 17 where equalsIgnoringCase(span, name, "transfer-encoding"):
+                 14 where equalsIgnoringCase(span, name, "content-length"), 16 where equalsIgnoringCase(span, name, "proxy-connection"),
+                 17 where equalsIgnoringCase(span, name, "transfer-encoding"):
                 return nil
             case 10 where equalsIgnoringCase(span, name, "connection"):
                 if equalsIgnoringCase(span, value, "close") {

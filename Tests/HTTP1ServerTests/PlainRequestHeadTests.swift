@@ -35,12 +35,24 @@ struct PlainRequestHeadTests {
         }
     }
 
+    /// The field names llhttp reads itself (`c_nio_llhttp.c`'s header states: `Connection` and
+    /// `Proxy-Connection` set keep-alive, the others framing), and names that only begin or end like them.
+    static let llhttpNames = ["connection", "proxy-connection", "content-length", "transfer-encoding", "upgrade",
+                              "connections", "proxy-connectio", "proxy-connection-x", "x-proxy-connection", "keep-alive"]
+    /// Values llhttp reads in those fields: the tokens it looks for, lists of them, and near misses.
+    static let llhttpValues = ["close", "keep-alive", "upgrade", "close, keep-alive", "keep-alive, close", "close,close", "closed",
+                               "clos", "keep-alive ", "0", "chunked", ""]
+
     /// Heads drawn from pieces that are plain and, one time in fifteen each, pieces that are not
     /// (framing fields, folded and bare lines, tabs, bytes outside ASCII, other versions and forms, bytes
-    /// after the head): about half the heads are plain.
+    /// after the head): about half the heads are plain. One field line in eight is one llhttp reads itself
+    /// (`llhttpNames` with `llhttpValues`, each letter in either case), else plain.
     static func randomHead(using generator: inout some RandomNumberGenerator) -> [UInt8] {
         func pick(_ plain: [String], _ odd: [String]) -> String {
             (Int.random(in: 0..<15, using: &generator) == 0 ? odd : plain).randomElement(using: &generator)!
+        }
+        func anyCase(_ text: String) -> String {
+            String(text.map { Bool.random(using: &generator) ? Character($0.uppercased()) : $0 })
         }
         let method = pick(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
                           ["TRACE", "CONNECT", "get", "GE T", "G\tET", "PRI", ""])
@@ -50,6 +62,12 @@ struct PlainRequestHeadTests {
         let version = pick(["HTTP/1.1"], ["HTTP/1.0", "HTTP/2.0", "http/1.1", "HTTP/1.1 ", "HTTP/1.10", "HTTP/1.1\t"])
         var text = "\(method) \(target) \(version)\r\n"
         for _ in 0..<Int.random(in: 0...6, using: &generator) {
+            if Int.random(in: 0..<8, using: &generator) == 0 {
+                let name = anyCase(llhttpNames.randomElement(using: &generator)!)
+                let value = anyCase(llhttpValues.randomElement(using: &generator)!)
+                text += "\(name): \(value)\r\n"
+                continue
+            }
             let name = pick(["Host", "Cookie", "cookie", "COOKIE", "Authorization", "X-Forwarded-Uri", "Accept", "X!#$%&'*+-.^_`|~"],
                             ["Connection", "Content-Length", "content-length", "Transfer-Encoding", "Upgrade", "Expect", "Bad Name",
                              "", "Näme", "Host ", " Host", "Cookie\t", "X:Y"])
@@ -86,12 +104,29 @@ struct PlainRequestHeadTests {
             #expect(decoded.head.uri == plain.target, "\(text)")
             #expect(decoded.head.version == .http1_1, "\(text)")
             #expect(decoded.head.isKeepAlive == plain.keepAlive, "\(text)")
+            #expect(decoded.head.headers.map { "\($0.name): \($0.value)" } == plain.fieldLines.map { "\($0.name): \($0.value)" },
+                    "\(text)")
             for name in Set(decoded.head.headers.map { $0.name.lowercased() }).union(["cookie", "authorization", "host", "absent"]) {
                 #expect(plain.values(of: name) == decoded.head.headers[name], "\(text): \(name)")
             }
         }
         // Both outcomes are common, or the comparison proves nothing.
         #expect(taken > 1_000 && refused > 1_000, "taken \(taken), refused \(refused)")
+    }
+
+    @Test("a head with Proxy-Connection goes to the decoder, which reads it as Connection: a close ends the connection after the answer",
+          arguments: [("Proxy-Connection: close", true), ("proxy-connection: CLOSE", true), ("Proxy-Connection: keep-alive", false)])
+    func proxyConnectionGoesToTheDecoder(field: String, closes: Bool) throws {
+        let quick = TaskPerRequestServerTests.QuickAnswers()
+        let channel = try Self.connection(quick)
+        defer { _ = try? channel.finish() }
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()  // active, until closed
+        let head = "GET /quick HTTP/1.1\r\nHost: x\r\n\(field)\r\n\r\n"
+        #expect(Self.decoded(Array(head.utf8))?.head.isKeepAlive == !closes)  // what llhttp makes of it
+        try channel.writeInbound(ByteBuffer(string: head))
+        #expect(try Self.written(channel).hasPrefix("HTTP/1.1 200 OK\r\nX-Answered: loop\r\n"))
+        #expect(quick.asked.withLock { $0 } == 1 && quick.askedBeforeDecoder.withLock { $0 } == 0)
+        #expect(channel.isActive == !closes)
     }
 
     @Test("plain heads are taken, with their method, target, keep-alive and fields")
@@ -113,6 +148,8 @@ struct PlainRequestHeadTests {
         "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
         "GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
         "GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n",
+        "GET / HTTP/1.1\r\nProxy-Connection: close\r\n\r\n",     // llhttp reads it as Connection
+        "GET / HTTP/1.1\r\npRoXy-CoNnEcTiOn: keep-alive\r\n\r\n",
         "GET / HTTP/1.1\r\nX: 1\r\n folded\r\n\r\n",              // obs-fold
         "GET / HTTP/1.1\nHost: x\n\n",                            // bare LF
         "GET / HTTP/1.1\r\nHost : x\r\n\r\n",                     // space before the colon

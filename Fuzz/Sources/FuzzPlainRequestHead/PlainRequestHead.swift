@@ -1,0 +1,1 @@
+../../../Sources/HTTP1Server/PlainRequestHead.swift
