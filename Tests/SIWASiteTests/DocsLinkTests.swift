@@ -2,17 +2,21 @@ import Foundation
 import SIWASite
 import Testing
 
-/// The docs point at real things: every relative link in README.md and docs/*.md names a file of the
-/// repository, and every test docs/threat-model.md names exists under Tests/ (its naming convention is
-/// stated at the top of that page).
-@Suite("Docs: relative links and the threat model's tests")
+/// The docs point at real things: every relative link in README.md, docs/*.md and docs/performance/*.md
+/// names a file of the repository, every `#anchor` of a link to a Markdown file names a heading of that
+/// file (GitHub's slugs), and every test docs/threat-model.md names exists under Tests/ (its naming
+/// convention is stated at the top of that page).
+@Suite("Docs: relative links, their anchors, and the threat model's tests")
 struct DocsLinkTests {
     static let root = ResourceLocator.packageRoot
 
-    /// README.md and every docs/*.md, as paths from the repository's root.
+    /// README.md, every docs/*.md and every docs/performance/*.md, as paths from the repository's root.
     static func markdownFiles() throws -> [String] {
-        let docs = try FileManager.default.contentsOfDirectory(atPath: root + "/docs").filter { $0.hasSuffix(".md") }.sorted()
-        return ["README.md"] + docs.map { "docs/" + $0 }
+        func markdown(in folder: String) throws -> [String] {
+            guard FileManager.default.fileExists(atPath: root + "/" + folder) else { return [] }
+            return try FileManager.default.contentsOfDirectory(atPath: root + "/" + folder).filter { $0.hasSuffix(".md") }.sorted().map { folder + "/" + $0 }
+        }
+        return ["README.md"] + (try markdown(in: "docs")) + (try markdown(in: "docs/performance"))
     }
 
     /// The text outside fenced code blocks (code may hold `](` that is no link).
@@ -27,13 +31,52 @@ struct DocsLinkTests {
     /// The targets of `[text](target)` links that stay in the repository: no scheme, no bare `#anchor`;
     /// the `#anchor` part dropped.
     static func relativeLinks(in text: String) -> [String] {
+        linksWithAnchors(in: text).filter { !$0.path.isEmpty }.map(\.path)
+    }
+
+    /// Every `[text](target)` link without a scheme, split into its path (empty for a bare `#anchor`,
+    /// which names a heading of the same file) and its anchor, if any.
+    static func linksWithAnchors(in text: String) -> [(path: String, anchor: String?)] {
         let pattern = try! NSRegularExpression(pattern: #"\]\(([^)\s]+)\)"#)
         let range = NSRange(text.startIndex..., in: text)
         return pattern.matches(in: text, range: range).compactMap { match in
             guard let target = Range(match.range(at: 1), in: text).map({ String(text[$0]) }) else { return nil }
-            if target.hasPrefix("#") || target.contains("://") || target.hasPrefix("mailto:") { return nil }
-            return String(target.split(separator: "#", maxSplits: 1).first ?? "")
+            if target.contains("://") || target.hasPrefix("mailto:") { return nil }
+            let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(parts[0]), parts.count > 1 ? String(parts[1]) : nil)
         }
+    }
+
+    /// GitHub's anchor for a heading's text: lower-case, inline code and link marks dropped, every
+    /// character that is not a letter, a digit, a space, `-` or `_` dropped, each space a hyphen.
+    static func slug(_ heading: String) -> String {
+        var text = heading
+        // a link in a heading keeps only its text
+        if let link = try? NSRegularExpression(pattern: #"\[([^\]]*)\]\([^)]*\)"#) {
+            text = link.stringByReplacingMatches(in: text, range: NSRange(text.startIndex..., in: text), withTemplate: "$1")
+        }
+        var slug = ""
+        for character in text.lowercased() {
+            if character == " " { slug.append("-") }
+            else if character == "-" || character == "_" || character.isLetter || character.isNumber { slug.append(character) }
+        }
+        return slug
+    }
+
+    /// The anchors of a Markdown text's headings (ATX headings outside code fences), repeated
+    /// headings numbered `-1`, `-2` … as GitHub does.
+    static func anchors(in text: String) -> Set<String> {
+        var seen: [String: Int] = [:]
+        var anchors: Set<String> = []
+        for line in prose(text).split(separator: "\n") where line.hasPrefix("#") {
+            let marks = line.prefix { $0 == "#" }
+            guard marks.count <= 6, line.dropFirst(marks.count).first == " " else { continue }
+            let base = slug(line.dropFirst(marks.count).trimmingCharacters(in: .whitespaces))
+            let count = seen[base, default: 0]
+            seen[base] = count + 1
+            anchors.insert(count == 0 ? base : "\(base)-\(count)")
+        }
+        return anchors
     }
 
     @Test("every relative link in README.md and docs/*.md points at a file that exists")
@@ -54,6 +97,39 @@ struct DocsLinkTests {
             }
         }
         #expect(checked >= 20, "only \(checked) relative links found: is the link pattern still right?")
+    }
+
+    @Test("every #anchor of a link to a Markdown file (or within one) names a heading of that file")
+    func anchorsExist() throws {
+        // setup
+        let files = try Self.markdownFiles()
+        var checked = 0
+        for file in files {
+            let text = Self.prose(try String(contentsOfFile: Self.root + "/" + file, encoding: .utf8))
+            let folder = (file as NSString).deletingLastPathComponent
+            for link in Self.linksWithAnchors(in: text) {
+                guard let anchor = link.anchor else { continue }
+                let path = link.path.isEmpty
+                    ? Self.root + "/" + file
+                    : (((Self.root + "/" + folder) as NSString).appendingPathComponent(link.path) as NSString).standardizingPath
+                guard path.hasSuffix(".md"), let target = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+                // MUT: the headings of the linked file
+                let anchors = Self.anchors(in: target)
+                // validate
+                checked += 1
+                #expect(anchors.contains(anchor), "\(file) links \(link.path)#\(anchor), which has no such heading")
+            }
+        }
+        #expect(checked >= 10, "only \(checked) anchors found: is the link pattern still right?")
+    }
+
+    @Test("GitHub's slug rules, as the anchor check applies them")
+    func slugs() {
+        #expect(Self.slug("Ledger of hand-built layers") == "ledger-of-hand-built-layers")
+        #expect(Self.slug("`siwa loadtest`: a sign-in (16 browsers)") == "siwa-loadtest-a-sign-in-16-browsers")
+        #expect(Self.slug("Install from the Debian package") == "install-from-the-debian-package")
+        #expect(Self.slug("Chaos — fatal") == "chaos--fatal")
+        #expect(Self.anchors(in: "# A\n## Notes\n```\n# not a heading\n```\n### Notes\n") == ["a", "notes", "notes-1"])
     }
 
     /// Every Swift file under Tests/, by its path, with its text.
