@@ -18,7 +18,7 @@ struct KeysAndFilesTests {
         return environment
     }
 
-    @Test("a wrong TOKEN_ENCRYPTION_KEY is refused by serve, every admin command, doctor and transfer, before anything is written",
+    @Test("a wrong TOKEN_ENCRYPTION_KEY is refused by serve, admin commands, doctor and transfer, before anything is written",
           .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
     func wrongKeyIsRefused(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
@@ -30,6 +30,13 @@ struct KeysAndFilesTests {
         let ports = try await FreePorts.take(2)
         serve["PORT"] = String(ports[0])
         serve["EMULATOR_PORT"] = String(ports[1])
+        // A transfer runs with the team's own credentials (never in demo mode).
+        var transfer = wrong
+        transfer["APPLE_TEAM_ID"] = "ABCDE12345"
+        transfer["APPLE_CLIENT_ID"] = "com.example.web"
+        transfer["APPLE_KEY_ID"] = "KEY1234567"
+        transfer["APPLE_PRIVATE_KEY"] = try P256PrivateKey.generate().pkcs8PEM()
+        transfer["PUBLIC_URL"] = "https://app.example.com"
 
         // Before any start recorded the key: the stored tokens open with none of it, so it is refused all the same.
         let commands: [[String]] = [
@@ -45,6 +52,10 @@ struct KeysAndFilesTests {
             }
             let served = try await SIWABinary.run(binary, ["serve"], environment: serve)
             #expect(served.status == 1 && served.output.contains("TOKEN_ENCRYPTION_KEY"), "\(phase): serve \(served.output)")
+            let transferred = try await SIWABinary.run(binary, ["transfer", "export", "--recipient-team-id", "ZYXWV54321", "--quiet"],
+                                                       environment: transfer)
+            #expect(transferred.status == 1 && (transferred.output.contains("TOKEN_ENCRYPTION_KEY is not the key")
+                    || transferred.output.contains("TOKEN_ENCRYPTION_KEY does not open")), "\(phase): transfer \(transferred.output)")
             // nothing written: the account, its tokens and sessions are there, no revocation queued, no audit row
             #expect(try await world.database.user(id: ada.id) != nil)
             #expect(try await world.database.appleTokens(userID: ada.id).count == 2)

@@ -188,7 +188,6 @@ struct TransferTests {
         try await sender.migrate()
         let alan = try await TransferWorld.addAccount(sender, sub: world.emulator.sub(personID: "p3", clientID: TransferWorld.senderClientID), given: "Alan")
         try await sender.close()
-        let tokenKey = Base64.encode(SecureRandom.bytes(count: 32))
 
         try await EndToEnd.run(dataDirectory: world.dataDirectory, databaseLocation: (try DatabaseURL("sqlite:\(path)"), nil),
                                emulator: world.emulator, settings: world.settings) { e2e in
@@ -201,6 +200,8 @@ struct TransferTests {
                 try key.pkcs8PEM().write(toFile: file, atomically: true, encoding: .utf8)
                 return file
             }
+            // The key the running site recorded for this database (another one is refused: SPEC §14).
+            let tokenKey = Base64.encode(e2e.configuration.tokenEncryptionKey.bytes)
             let common = ["--apple-base-url", e2e.emulatorURL, "--database-url", "sqlite:\(path)", "--token-encryption-key", tokenKey,
                           "--quiet"]
             let short = try await run(["transfer", "export", "--recipient-team-id", "SHORT"])

@@ -60,17 +60,15 @@ extension SiteAdmin {
     /// sealed with TOKEN_ENCRYPTION_KEY: what it moved is checked by a second pass (a row a sign-in rewrote
     /// meanwhile is then read again), and the new key becomes the recorded one.
     public func reseal() async throws -> KeyChangeReport {
-        var report = try await dependencies.resealStoredSecrets()
+        // The report is the first pass's: every stored secret counted once.
+        let report = try await dependencies.resealStoredSecrets()
         var finished = false
         if report.unreadable == 0 {
             var check = report
-            // A pass that moved something is followed by one that only looks; a few at most (rows rewritten
-            // meanwhile by instances sealing with the new key are current at the next look).
+            // A pass that moved something is followed by another, until one finds everything current (a few at
+            // most: a row an instance rewrote meanwhile is current at the next look, or moved by it).
             for _ in 0..<3 where check.resealed > 0 || check.changedMeanwhile > 0 {
                 check = try await dependencies.resealStoredSecrets()
-                report.changedMeanwhile = check.changedMeanwhile
-                report.resealed += check.resealed
-                report.unreadable = check.unreadable
             }
             finished = try await dependencies.finishSealingKeyRotation(after: check)
         }
