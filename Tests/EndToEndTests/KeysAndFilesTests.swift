@@ -170,6 +170,57 @@ struct KeysAndFilesTests {
                 "\(text.output)")
     }
 
+    /// Runs `arguments` on a pseudo-terminal (Python's `pty`), answers `answer` to the question, and returns
+    /// the exit status and everything the terminal showed.
+    static func onTerminal(_ arguments: [String], answer: String, environment: [String: String]) async throws -> (status: Int32, output: String) {
+        let script = """
+            import os, pty, sys
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execve(sys.argv[1], sys.argv[1:], os.environ)
+            out = b""
+            while b"Type yes" not in out:
+                chunk = os.read(fd, 1024)
+                if not chunk:
+                    break
+                out += chunk
+            os.write(fd, os.environ["SIWA_TEST_ANSWER"].encode() + b"\\n")
+            while True:
+                try:
+                    chunk = os.read(fd, 1024)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode(errors="replace"))
+            sys.exit(os.waitstatus_to_exitcode(status))
+            """
+        var environment = environment
+        environment["SIWA_TEST_ANSWER"] = answer
+        return try await SIWABinary.run("/usr/bin/python3", ["-c", script, try #require(SIWABinary.path)] + arguments, environment: environment)
+    }
+
+    @Test("a destructive command asks on a terminal: anything but yes changes nothing; yes goes on",
+          .enabled(if: SIWABinary.path != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func asksOnATerminal() async throws {
+        guard let world = try await AdminWorld.make(.sqlite) else { return }
+        defer { Task { await world.close() } }
+        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+
+        // MUT: answered no, then yes
+        let declined = try await Self.onTerminal(["admin", "people", "delete", ada.id], answer: "no", environment: world.environment)
+        #expect(declined.status == 1 && declined.output.contains("Delete account \(ada.id)") && declined.output.contains("not confirmed"),
+                "\(declined.output)")
+        #expect(try await world.database.user(id: ada.id) != nil)
+        let confirmed = try await Self.onTerminal(["admin", "people", "delete", ada.id], answer: "yes", environment: world.environment)
+
+        // validate
+        #expect(confirmed.status == 0 && confirmed.output.contains("deleted account \(ada.id)"), "\(confirmed.output)")
+        #expect(try await world.database.user(id: ada.id) == nil)
+    }
+
     @Test("read commands write nothing and no admin command stores OIDC_SIGNING_KEY_PATH's key",
           .enabled(if: SIWABinary.path != nil), arguments: Backend.allCases)
     func readCommandsWriteNothing(_ backend: Backend) async throws {
