@@ -10,9 +10,9 @@ import Testing
 /// sign-in from start-up to SIGTERM, `siwa emulator` on its own, and the one line of a failure.
 @Suite("LOG_FORMAT=json: every line of a whole siwa run")
 struct JSONLogProcessTests {
-    /// A `siwa` child with its standard output and error in files. Spawned with no signal blocked and
-    /// SIGTERM and SIGINT at their defaults: the test runner blocks SIGTERM, and a child of
-    /// `Foundation.Process` inherits that, so a SIGTERM would never arrive.
+    /// A `siwa` child with its standard output and error in files, and no other descriptor of the test
+    /// process. Spawned with no signal blocked and SIGTERM and SIGINT at their defaults: the test runner
+    /// blocks SIGTERM, and a child of `Foundation.Process` inherits that, so a SIGTERM would never arrive.
     final class Child: @unchecked Sendable {
         let pid: pid_t
         let outputPath: String
@@ -32,6 +32,12 @@ struct JSONLogProcessTests {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            // Nothing else of the test process: its sockets and pipes (other tests' servers, clients and
+            // children) kept open in a child stalled them (`Foundation.Process` closes them too).
+            // (glibc 2.34's posix_spawn_file_actions_addclosefrom_np, which the Glibc module does not show)
+            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+            let closeFrom = try #require(dlsym(nil, "posix_spawn_file_actions_addclosefrom_np"), "glibc 2.34 or later")
+            #expect(unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3) == 0)
             var attributes = posix_spawnattr_t()
             posix_spawnattr_init(&attributes)
             defer { posix_spawnattr_destroy(&attributes) }
@@ -57,7 +63,12 @@ struct JSONLogProcessTests {
         func exitStatus() -> Int32? {
             if let status { return status }
             var raw: Int32 = 0
-            guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+            let result = waitpid(pid, &raw, WNOHANG)
+            if result == -1 && errno == ECHILD {
+                status = -1  // not a child of this process any more: gone
+                return status
+            }
+            guard result == pid else { return nil }
             let signal = raw & 0x7F
             status = signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
             return status
