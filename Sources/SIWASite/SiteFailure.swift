@@ -9,7 +9,7 @@ public struct SiteFailure: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Prints a line to standard error.
+/// Prints a line to standard error: as it reads, or with `LOG_FORMAT=json` one JSON line at `notice` (``ProcessLog``).
 func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    ProcessLog.note(line)
 }

@@ -6,35 +6,11 @@ import Logging
 import NIOHTTP1
 import Testing
 
-/// `PlainRequestHead` against the decoder it stands in front of: whatever it takes, NIO's decoder
-/// (llhttp) must read as one request with the same method, target, fields and keep-alive, no body, and
-/// end between requests; what it refuses still goes to the decoder, so refusing is always safe.
+/// `PlainRequestHead` against the decoder it stands in front of (``DecoderOracle``): whatever it takes, NIO's
+/// decoder (llhttp) must read as one request with the same method, target, fields and keep-alive, no body,
+/// and end between requests; what it refuses still goes to the decoder, so refusing is always safe.
 @Suite("PlainRequestHead: one plain head in one read, read as NIO's decoder reads it")
 struct PlainRequestHeadTests {
-    /// What NIO's decoder makes of `bytes`, then, if the head keeps the connection, of a second, ordinary
-    /// request sent after them: the request parts, or nil when it refused the bytes (an error, or parts
-    /// out of shape). (After a head that ends the connection the decoder takes nothing more.)
-    static func decoded(_ bytes: [UInt8]) -> (head: HTTPRequestHead, parts: Int, nextUri: String?)? {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
-        defer { _ = try? channel.finish() }
-        do {
-            try channel.writeInbound(ByteBuffer(bytes: bytes))
-            var parts: [HTTPServerRequestPart] = []
-            while let part = try channel.readInbound(as: HTTPServerRequestPart.self) { parts.append(part) }
-            guard case .head(let head)? = parts.first else { return nil }
-            guard head.isKeepAlive else { return (head, parts.count, "/next") }
-            // The decoder must stand between requests: the next request is read whole, on its own.
-            try channel.writeInbound(ByteBuffer(string: "GET /next HTTP/1.1\r\nHost: n\r\n\r\n"))
-            var next: String?
-            while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
-                if case .head(let nextHead) = part { next = nextHead.uri }
-            }
-            return (head, parts.count, next)
-        } catch {
-            return nil
-        }
-    }
-
     /// The field names llhttp reads itself (`c_nio_llhttp.c`'s header states: `Connection` and
     /// `Proxy-Connection` set keep-alive, the others framing), and names that only begin or end like them.
     static let llhttpNames = ["connection", "proxy-connection", "content-length", "transfer-encoding", "upgrade",
@@ -97,9 +73,9 @@ struct PlainRequestHeadTests {
                 continue
             }
             taken += 1
-            let decoded = try #require(Self.decoded(bytes), "the decoder refused \(text)")
+            let decoded = try #require(DecoderOracle.decoded(bytes), "the decoder refused \(text)")
             #expect(decoded.parts == 2, "\(text): not one head and its end")  // no body part
-            #expect(decoded.nextUri == "/next", "\(text): the decoder was left inside a request")
+            #expect(decoded.nextURI == "/next", "\(text): the decoder was left inside a request")
             #expect(decoded.head.method == plain.method, "\(text)")
             #expect(decoded.head.uri == plain.target, "\(text)")
             #expect(decoded.head.version == .http1_1, "\(text)")
@@ -122,7 +98,7 @@ struct PlainRequestHeadTests {
         defer { _ = try? channel.finish() }
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()  // active, until closed
         let head = "GET /quick HTTP/1.1\r\nHost: x\r\n\(field)\r\n\r\n"
-        #expect(Self.decoded(Array(head.utf8))?.head.isKeepAlive == !closes)  // what llhttp makes of it
+        #expect(DecoderOracle.decoded(Array(head.utf8))?.head.isKeepAlive == !closes)  // what llhttp makes of it
         try channel.writeInbound(ByteBuffer(string: head))
         #expect(try Self.written(channel).hasPrefix("HTTP/1.1 200 OK\r\nX-Answered: loop\r\n"))
         #expect(quick.asked.withLock { $0 } == 1 && quick.askedBeforeDecoder.withLock { $0 } == 0)

@@ -26,7 +26,7 @@ public func fuzzPlainRequestHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> 
                             && again.map { $0.fieldLines.elementsEqual(fields, by: ==) } == true,
                         "read differently behind other bytes: \(text)")
 
-    guard let decoded = decoded(bytes) else {
+    guard let decoded = DecoderOracle.decoded(bytes) else {
         FuzzInput.invariant(false, "the decoder refused a plain head: \(text)")
         return 0
     }
@@ -49,29 +49,6 @@ public func fuzzPlainRequestHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> 
     return 0
 }
 
-/// What NIO's decoder makes of `bytes` in one read, then, when the head keeps the connection, of an
-/// ordinary request after them: the head, how many parts, and the next request's target (nil when it
-/// read none); nil when the decoder refused the bytes or gave no head first.
-func decoded(_ bytes: [UInt8]) -> (head: HTTPRequestHead, parts: Int, nextURI: String?)? {
-    let channel = EmbeddedChannel(handler: ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
-    defer { _ = try? channel.finish() }
-    do {
-        try channel.writeInbound(ByteBuffer(bytes: bytes))
-        var parts: [HTTPServerRequestPart] = []
-        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) { parts.append(part) }
-        guard case .head(let head)? = parts.first else { return nil }
-        // After a head that ends the connection the decoder takes nothing more.
-        guard head.isKeepAlive else { return (head, parts.count, "/next") }
-        try channel.writeInbound(ByteBuffer(string: "GET /next HTTP/1.1\r\nHost: n\r\n\r\n"))
-        var next: String?
-        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
-            if case .head(let nextHead) = part { next = nextHead.uri }
-        }
-        return (head, parts.count, next)
-    } catch {
-        return nil
-    }
-}
 
 @main
 enum Main {

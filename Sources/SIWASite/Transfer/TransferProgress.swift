@@ -26,6 +26,6 @@ final class TransferProgress: Sendable {
             state.lastPrint = .now
             return "\(label): \(state.done)/\(total)"
         }
-        if let line, !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        if let line, !quiet { ProcessLog.note(line) }
     }
 }

@@ -1,0 +1,1 @@
+../../../Tests/HTTP1ServerTests/DecoderOracle.swift
