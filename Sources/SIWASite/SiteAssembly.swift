@@ -47,8 +47,8 @@ public enum Site {
         configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides(),
         sealingKey: SealingKeyCheckMode = .serve
     ) async throws -> SIWADependencies {
-        let dependencies = try await assembleDependencies(configuration: configuration, logger: logger, overrides: overrides,
-                                                          sealingKey: sealingKey)
+        let (dependencies, _) = try await assembleDependencies(configuration: configuration, logger: logger, overrides: overrides,
+                                                               sealingKey: sealingKey)
         // Before any request or service reads a token: tokens sealed by an older version get bound to their place.
         try await dependencies.resealLegacyTokens(logger: logger)
         // The OpenID provider signs with the database's keys; OIDC_SIGNING_KEY_PATH's joins them when new.
@@ -60,11 +60,12 @@ public enum Site {
     /// re-sealed, `OIDC_SIGNING_KEY_PATH`'s key stored when new): for `siwa doctor` and `siwa admin`, which must
     /// not make a replaced key file sign on the running instances. It migrates, then checks TOKEN_ENCRYPTION_KEY
     /// against the key the database records (`sealingKey` says what that check may record), before anything
-    /// else is written: a key that does not match is a ``SiteFailure`` naming the variable (SPEC §14).
+    /// else is written: a key that does not match is a ``SiteFailure`` naming the variable (SPEC §14). Returns
+    /// what that check found beside the dependencies.
     static func assembleDependencies(
         configuration: SIWAConfiguration, logger: Logger, overrides: SiteOverrides = SiteOverrides(),
         sealingKey: SealingKeyCheckMode
-    ) async throws -> SIWADependencies {
+    ) async throws -> (dependencies: SIWADependencies, sealingKey: SealingKeyState) {
         let database: SIWADatabase
         if let given = overrides.database {
             database = given
@@ -82,8 +83,9 @@ public enum Site {
         let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
                                             metrics: overrides.metrics ?? SIWAMetrics(), now: now,
                                             oidcKeyRefresh: overrides.oidcKeyRefresh ?? OIDCKeyRing.defaultRefreshInterval)
+        let state: SealingKeyState
         do {
-            let state = try await dependencies.checkSealingKey(sealingKey)
+            state = try await dependencies.checkSealingKey(sealingKey)
             switch state {
             case .recordedNow:
                 logger.notice("recorded TOKEN_ENCRYPTION_KEY's fingerprint: a different key is refused from now on")
@@ -97,7 +99,7 @@ public enum Site {
             await apple.shutdown()
             throw SiteFailure(refusal.description)
         }
-        return dependencies
+        return (dependencies, state)
     }
 
     /// The libcurl client for Apple: `APPLE_TIMEOUT` on every call, and connections enough for the load.

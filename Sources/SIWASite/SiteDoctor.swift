@@ -52,17 +52,11 @@ public enum SiteDoctor {
     /// (SPEC §14), recording nothing: what `siwa serve` would do with them, or why it would refuse them.
     public static func checkSealingKey(_ configuration: SIWAConfiguration) async -> Check {
         do {
+            // Opening it to look checks the key (a refusal is the failure below), and records nothing.
             let admin = try await SiteAdmin.openToLook(configuration: configuration)
-            let state: SealingKeyState
-            do {
-                state = try await admin.dependencies.checkSealingKey(.look)
-            } catch {
-                await admin.close()
-                throw error
-            }
             await admin.close()
             let text: String
-            switch state {
+            switch admin.sealingKey {
             case .recorded:
                 text = "TOKEN_ENCRYPTION_KEY is the key the database records"
             case .rotating:

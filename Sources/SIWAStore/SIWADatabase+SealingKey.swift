@@ -49,13 +49,16 @@ extension SQLRow {
 extension SIWADatabase {
     private static let sealingKeyName = "token_encryption_key"
 
+    /// The one row, read on `sql` (inside a write, after its change).
+    private static func selectSealingKey(_ sql: any SQLDatabase) async throws -> SealingKeyRecord? {
+        try await sql.raw("""
+            SELECT \(unsafeRaw: Columns.list(Columns.sealingKey)) FROM sealing_keys WHERE name = \(bind: sealingKeyName)
+            """).first()?.sealingKey()
+    }
+
     /// The recorded key; nil before the first start recorded one.
     public func sealingKey() async throws -> SealingKeyRecord? {
-        try await withSQL { sql in
-            try await sql.raw("""
-                SELECT \(unsafeRaw: Columns.list(Columns.sealingKey)) FROM sealing_keys WHERE name = \(bind: Self.sealingKeyName)
-                """).first()?.sealingKey()
-        }
+        try await withSQL { sql in try await Self.selectSealingKey(sql) }
     }
 
     /// Records `fingerprint` (and a rotation's `target`) when nothing is recorded yet; returns what is recorded
@@ -67,10 +70,7 @@ extension SIWADatabase {
                 VALUES (\(bind: Self.sealingKeyName), \(bind: fingerprint), \(bind: target), \(bind: now), \(bind: now))
                 ON CONFLICT (name) DO NOTHING
                 """).run()
-            guard let record = try await sql.raw("""
-                SELECT \(unsafeRaw: Columns.list(Columns.sealingKey)) FROM sealing_keys WHERE name = \(bind: Self.sealingKeyName)
-                """).first()?.sealingKey()
-            else { throw StoreError.conflict("the sealing key record is missing after it was written") }
+            guard let record = try await Self.selectSealingKey(sql) else { throw StoreError.conflict("the sealing key record is missing after it was written") }
             return record
         }
     }
@@ -83,9 +83,7 @@ extension SIWADatabase {
                 UPDATE sealing_keys SET target_fingerprint = \(bind: to), updated_at = \(bind: now)
                 WHERE name = \(bind: Self.sealingKeyName) AND fingerprint = \(bind: from) AND target_fingerprint IS NULL
                 """).run()
-            return try await sql.raw("""
-                SELECT \(unsafeRaw: Columns.list(Columns.sealingKey)) FROM sealing_keys WHERE name = \(bind: Self.sealingKeyName)
-                """).first()?.sealingKey()
+            return try await Self.selectSealingKey(sql)
         }
     }
 

@@ -113,12 +113,7 @@ struct AdminCommand: AsyncParsableCommand {
                         print(json)
                         return
                     }
-                    do {
-                        try SiteAdmin.writePrivateFile(json + "\n", to: output, overwrite: overwrite)
-                    } catch {
-                        printError("\(error)")
-                        throw ExitCode(1)
-                    }
+                    try SiteAdmin.writePrivateFile(json + "\n", to: output, overwrite: overwrite)
                     printError("wrote \(output) (mode 0600)")
                 }
             }

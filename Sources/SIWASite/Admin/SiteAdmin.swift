@@ -51,6 +51,8 @@ public struct SiteAdmin: Sendable {
     let dependencies: SIWADependencies
     let audit: Logger
     let actor: AdminActor
+    /// What the check of TOKEN_ENCRYPTION_KEY found when it opened (`siwa doctor` shows it).
+    let sealingKey: SealingKeyState
     var database: SIWADatabase { dependencies.database }
 
     /// Opens the configured database (migrating it, as `siwa serve` and `siwa doctor` do), checks
@@ -74,9 +76,9 @@ public struct SiteAdmin: Sendable {
         // The audit line is written whatever LOG_LEVEL says, unless it asks for less than notice.
         audit.logLevel = min(configuration.logLevel, .notice)
         do {
-            let dependencies = try await Site.assembleDependencies(configuration: configuration, logger: quiet, overrides: overrides,
-                                                                   sealingKey: check)
-            return SiteAdmin(configuration: configuration, dependencies: dependencies, audit: audit, actor: actor)
+            let (dependencies, sealingKey) = try await Site.assembleDependencies(configuration: configuration, logger: quiet,
+                                                                                 overrides: overrides, sealingKey: check)
+            return SiteAdmin(configuration: configuration, dependencies: dependencies, audit: audit, actor: actor, sealingKey: sealingKey)
         } catch let error as StoreError {
             throw SiteFailure("database error: DATABASE_URL (\(configuration.databaseURL.redactedDescription)): \(error)")
         } catch let error as ConfigurationError {
@@ -98,9 +100,16 @@ public struct SiteAdmin: Sendable {
     /// A change's audit line, and its row in the database (`siwa admin audit`): `action` is the command
     /// (`people delete`), `detail` its outcome as `key=value` words.
     func recordAction(_ action: String, account: String? = nil, detail: String = "") async throws {
+        try await Self.recordAction(action, account: account, detail: detail, at: now(), by: actor, audit: audit, database: database)
+    }
+
+    /// ``recordAction(_:account:detail:)`` for a command without a ``SiteAdmin`` (`backup`): the log line first,
+    /// then the row, whose failure is the caller's to take.
+    static func recordAction(_ action: String, account: String? = nil, detail: String, at time: Int64, by actor: AdminActor,
+                             audit: Logger, database: SIWADatabase) async throws {
         let words = [action, account.map { "user=\(LogSafe.text($0))" }, detail.isEmpty ? nil : detail].compactMap { $0 }
         audit.notice("admin: \(words.joined(separator: " "))", metadata: ["by": .string(LogSafe.text(actor.user)), "host": .string(LogSafe.text(actor.host))])
-        try await database.recordAdminAction(AdminAuditEntry(at: now(), action: action, accountID: account, actor: actor.user,
+        try await database.recordAdminAction(AdminAuditEntry(at: time, action: action, accountID: account, actor: actor.user,
                                                              host: actor.host, detail: detail))
     }
 
@@ -231,15 +240,11 @@ extension SiteAdmin {
         }
         do {
             let report = try await database.backup(to: path, overwrite: overwrite)
-            let actor = AdminActor.current()
-            audit.notice("admin: backup path=\(LogSafe.text(report.path)) bytes=\(report.bytes)",
-                         metadata: ["by": .string(LogSafe.text(actor.user)), "host": .string(LogSafe.text(actor.host))])
             // Recorded in the database it copied (migrated by the instances; a database never served has no
             // audit table yet, and the log line stands alone).
             do {
-                try await database.recordAdminAction(AdminAuditEntry(
-                    at: Int64(Date().timeIntervalSince1970), action: "backup", accountID: nil, actor: actor.user, host: actor.host,
-                    detail: "path=\(LogSafe.text(report.path)) bytes=\(report.bytes)\(overwrite ? " overwrite=yes" : "")"))
+                try await recordAction("backup", detail: "path=\(LogSafe.text(report.path)) bytes=\(report.bytes)\(overwrite ? " overwrite=yes" : "")",
+                                       at: Int64(Date().timeIntervalSince1970), by: .current(), audit: audit, database: database)
             } catch {
                 audit.warning("admin: backup not recorded in the database: \(LogSafe.text(String(describing: error), limit: 200))")
             }

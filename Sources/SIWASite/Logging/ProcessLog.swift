@@ -23,7 +23,6 @@ public enum ProcessLog {
               file: file, function: function, line: line)
     }
 
-    /// Why the command stops (exit status 1): the line as it is on standard error, or an `error` line.
     /// A command's remark on standard error (`wrote FILE`, `no account ID`, a transfer's progress): the line as it
     /// reads, or with `LOG_FORMAT=json` one JSON line at `notice`.
     public static func note(_ text: String, file: String = #fileID, function: String = #function, line: UInt = #line) {
@@ -31,6 +30,7 @@ public enum ProcessLog {
               file: file, function: function, line: line)
     }
 
+    /// Why the command stops (exit status 1): the line as it is on standard error, or an `error` line.
     public static func failure(_ text: String, file: String = #fileID, function: String = #function, line: UInt = #line) {
         write(level: .error, text: text, message: text, metadata: [:], standardOutput: false,
               file: file, function: function, line: line)

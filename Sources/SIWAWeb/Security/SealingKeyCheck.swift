@@ -174,17 +174,13 @@ extension TokenCipher {
 
     /// Which key opens a stored secret, in either form (bound, or the old form a start re-seals).
     func whichKeyOpens(_ token: SealedToken) -> Key? {
-        if token.ciphertext.hasPrefix(Self.prefix) {
-            switch try? openTelling(token.ciphertext, from: token.place) {
-            case .current?: return .current
-            case .previous?: return .previous
-            case nil: return nil
-            }
+        let opened = token.ciphertext.hasPrefix(Self.prefix)
+            ? try? openTelling(token.ciphertext, from: token.place)
+            : try? openLegacyTelling(token.ciphertext)
+        switch opened {
+        case .current?: return .current
+        case .previous?: return .previous
+        case nil: return nil
         }
-        guard let box = try? Base64.decode(token.ciphertext) else { return nil }
-        let associatedData = Array(Self.legacyContext.utf8)
-        if (try? key.open(box, authenticating: associatedData)) != nil { return .current }
-        if let previousKey, (try? previousKey.open(box, authenticating: associatedData)) != nil { return .previous }
-        return nil
     }
 }

@@ -92,13 +92,20 @@ struct TokenCipher: Sendable {
 
     /// Opens a ciphertext of the old, unbound form (with either key); only the start-up re-seal calls this.
     func openLegacy(_ sealed: String) throws -> String {
+        switch try openLegacyTelling(sealed) {
+        case .current(let token), .previous(let token): return token
+        }
+    }
+
+    /// ``openLegacy(_:)``, saying which key opened it.
+    func openLegacyTelling(_ sealed: String) throws -> Opened {
         let box = try Base64.decode(sealed)
         let associatedData = Array(Self.legacyContext.utf8)
         do {
-            return String(decoding: try key.open(box, authenticating: associatedData), as: UTF8.self)
+            return .current(String(decoding: try key.open(box, authenticating: associatedData), as: UTF8.self))
         } catch {
             guard let previousKey else { throw error }
-            return String(decoding: try previousKey.open(box, authenticating: associatedData), as: UTF8.self)
+            return .previous(String(decoding: try previousKey.open(box, authenticating: associatedData), as: UTF8.self))
         }
     }
 
