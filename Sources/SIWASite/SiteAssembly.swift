@@ -73,7 +73,6 @@ public enum Site {
             database = try await SIWADatabase.open(configuration.databaseURL, logger: logger, poolSize: configuration.databasePoolSize)
             try await database.migrate()
         }
-        database.setGatewaySessionCacheCapacity(configuration.gatewaySessionCache)
         let now = overrides.now ?? { Int64(Date().timeIntervalSince1970) }
         // The one place the libcurl client to Apple is made: the web layer only sees AppleAPIClient.
         let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: overrides.http ?? appleHTTPClient(for: configuration),

@@ -6,60 +6,56 @@ import SQLiteDirect
 import SQLKit
 import Synchronization
 
-/// The service's database: owns the connection pool (SQLite or PostgreSQL) and offers one method per use case.
+/// The service's database: opens the connection pool (SQLite or PostgreSQL), migrates and closes it, and
+/// holds the repositories, one per concern, which offer one method per use case:
+///
+/// | repository | what it keeps |
+/// |---|---|
+/// | ``accounts`` | accounts, the one-time name (`apple_user_info`), pending profiles, deleting an account |
+/// | ``sessions`` | web and app sessions, pending authorizations (sign-ins under way), signing out everywhere |
+/// | ``apple`` | Apple's refresh tokens, the daily consent check, Apple's notifications seen |
+/// | ``oidc`` | the OpenID provider's codes, access tokens and signing keys |
+/// | ``outbox`` | the revocation outbox and the job leases the instances share |
+/// | ``operations`` | what an operator reads and records: people, the audit, the sealing key, team transfer |
+/// | ``backups`` | SQLite's online backup |
 ///
 /// Open it with ``open(_:logger:poolSize:)``, call ``migrate()`` once at start-up, and ``close()`` at shutdown.
 /// Every method maps "cannot reach the database" to ``StoreError/unavailable(_:)`` and unique violations
 /// to ``StoreError/conflict(_:)``.
-public final class SIWADatabase: Sendable {
-    let backend: Backend
-    let dialect: Dialect
-    let logger: Logger
-    private let closed = Mutex(false)
-    /// SQLite only: one writer at a time from this process (see ``WriteGate``).
-    private let writeGate: WriteGate?
-    /// The gateway's valid sessions (``gatewaySession(tokenHash:now:)``).
-    let sessionCache: SessionCache
-    /// PostgreSQL only: the channel writes that end sessions notify, and the task listening on it.
-    let sessionChannel: String?
+public final class SIWADatabase: StoreRoom {
+    let core: StoreCore
+    public let accounts: AccountRepository
+    public let sessions: SessionRepository
+    public let apple: AppleRepository
+    public let oidc: OIDCRepository
+    public let outbox: OutboxRepository
+    public let operations: OperationsRepository
+    public let backups: BackupRepository
+    /// PostgreSQL only: the task listening for the other instances' session changes.
     private let sessionListener = Mutex<Task<Void, Never>?>(nil)
 
+    /// When sessions may have ended, for a cache kept outside the store (the gateway's).
+    public var sessionChanges: SessionChanges { core.sessionChanges }
+
     private init(backend: Backend, logger: Logger) {
-        self.backend = backend
-        self.dialect = backend.dialect
-        self.logger = logger
-        self.writeGate = backend.writeGate
-        switch backend {
-        case .sqlite:
-            // One process serves a SQLite file: every write that ends a session happens here (`siwa admin`'s,
-            // in a process of its own, reach the cache's one-second limit).
-            self.sessionCache = SessionCache(enabled: true)
-            self.sessionChannel = nil
-        case .postgres(_, let schema):
-            self.sessionCache = SessionCache(enabled: false)
-            self.sessionChannel = SessionChangeListener.channel(schema: schema)
-        }
+        let core = StoreCore(backend: backend, logger: logger)
+        self.core = core
+        accounts = AccountRepository(core: core)
+        sessions = SessionRepository(core: core)
+        apple = AppleRepository(core: core)
+        oidc = OIDCRepository(core: core)
+        outbox = OutboxRepository(core: core)
+        operations = OperationsRepository(core: core)
+        backups = BackupRepository(core: core)
     }
 
-    /// Starts listening for other instances' session changes (PostgreSQL); the cache answers once it listens.
+    /// Starts listening for other instances' session changes (PostgreSQL); ``sessionChanges`` hears them once it listens.
     private func startSessionListener(_ configuration: PostgresConnection.Configuration) {
         guard let sessionChannel else { return }
-        let task = Task { [sessionCache, logger] in
-            await SessionChangeListener.run(configuration: configuration, channel: sessionChannel, cache: sessionCache, logger: logger)
+        let task = Task { [sessionChanges, logger] in
+            await SessionChangeListener.run(configuration: configuration, channel: sessionChannel, changes: sessionChanges, logger: logger)
         }
         sessionListener.withLock { $0 = task }
-    }
-
-    /// The gateway's session cache, by default: enough for ten thousand people signed in at once (a few MB).
-    public static let defaultGatewaySessionCacheCapacity = SessionCache.defaultCapacity
-
-    /// Whether the gateway's session cache answers: its capacity is not 0, and on PostgreSQL this instance
-    /// listens for the others' changes.
-    public var gatewaySessionCacheIsOn: Bool { sessionCache.isEnabled }
-
-    /// How many sessions the gateway's cache keeps (`GATEWAY_SESSION_CACHE`); 0 turns it off.
-    public func setGatewaySessionCacheCapacity(_ capacity: Int) {
-        sessionCache.setCapacity(capacity)
     }
 
     /// True when the database is PostgreSQL (false for SQLite).
@@ -150,7 +146,7 @@ public final class SIWADatabase: Sendable {
     /// deallocated open, and a forgotten close must not take the whole process down. The task keeps
     /// the backend alive until its pools are closed.
     deinit {
-        guard !closed.withLock({ $0 }) else { return }
+        guard !core.closed.withLock({ $0 }) else { return }
         sessionListener.withLock { $0?.cancel() }
         logger.warning("SIWADatabase deallocated without close(); closing its pool")
         Task { [backend] in try? await backend.shutdown() }
@@ -158,7 +154,7 @@ public final class SIWADatabase: Sendable {
 
     /// Closes the pool (and for `sqlite::memory:` removes the temporary file). Safe to call twice.
     public func close() async throws {
-        let alreadyClosed = closed.withLock { value in
+        let alreadyClosed = core.closed.withLock { value in
             defer { value = true }
             return value
         }
@@ -187,141 +183,8 @@ public final class SIWADatabase: Sendable {
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.unavailable(Self.describe(error))
-        }
-    }
-
-    // MARK: - Connection access
-
-    /// Runs `body` on one pooled connection. For reads; writes go through ``write(_:)`` or ``transaction(_:)``.
-    ///
-    /// SQLite: on the writer connection when no write is under way, else on a reader. A connection's
-    /// page cache is dropped whenever another connection has written since its last read, so a reader
-    /// re-reads its pages after every sign-in's commit; the writer's cache stays valid across its own
-    /// commits (perf: ~5 `pread`s and the B-tree pages decoded again for each session lookup).
-    func withSQL<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if let writeGate, let result = try await writeGate.runIfFree({ try await onConnection(forWrites: true, body) }) {
-            return result
-        }
-        return try await onConnection(forWrites: false, body)
-    }
-
-    /// One connection for `body`: a pooled one, or for the write-gate holder the one SQLite keeps per
-    /// event loop for writes alone. Maps connection failures to ``StoreError``.
-    private func onConnection<R: Sendable>(
-        forWrites: Bool, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
-    ) async throws -> R {
-        if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
-        do {
-            return forWrites
-                ? try await backend.withWriteConnection(logger: logger, body)
-                : try await backend.withConnection(logger: logger, body)
-        } catch {
-            throw Self.map(error)
-        }
-    }
-
-    /// Runs `body`, which writes, on one connection without an explicit transaction (each statement commits
-    /// on its own). On SQLite it waits its turn at the ``WriteGate``, and when it joins or starts a group
-    /// (see ``transaction(_:)``) it is one write of that group's transaction.
-    func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if case .sqlite(let pool, _) = backend { return try await grouped(pool, .statements, body) }
-        return try await withSQL(body)
-    }
-
-    /// Runs `body` as one transaction: committed when it returns, rolled back when it throws. On SQLite it
-    /// waits its turn at the ``WriteGate`` and runs as one write of a group that commits together (see
-    /// `SQLitePool.batchedWrite`: in a savepoint of its own, inside a transaction begun IMMEDIATE so that the
-    /// write lock is taken before any read); it returns once its group has committed.
-    func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if case .sqlite(let pool, _) = backend { return try await grouped(pool, .transaction, body) }
-        return try await unguardedTransaction(body)
-    }
-
-    private func grouped<R: Sendable>(
-        _ pool: SQLitePool, _ kind: SQLitePool.WriteKind, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R
-    ) async throws -> R {
-        if closed.withLock({ $0 }) { throw StoreError.unavailable("the database pool is closed") }
-        do {
-            return try await pool.batchedWrite(kind) { try await body($0) }
-        } catch {
-            throw Self.map(error)
-        }
-    }
-
-    private func unguardedTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        let begin = dialect.beginTransaction
-        return try await onConnection(forWrites: true) { sql in
-            try await sql.inTransaction(begin: begin) { try await body(sql) }
-        }
-    }
-
-    // MARK: - Errors
-
-    static func map(_ error: any Error) -> any Error {
-        if error is StoreError { return error }
-        if let error = error as? PSQLError {
-            switch error.code {
-            case .server:
-                let state = error.serverInfo?[.sqlState] ?? ""
-                let message = error.serverInfo?[.message] ?? "server error"
-                if state == "23505" { return StoreError.conflict(message) }
-                // 08: connection exceptions; 28: authentication; 3D: no such database; 57P: server shutting down;
-                // 53: out of resources (too many connections).
-                if ["08", "28", "3D", "53"].contains(where: state.hasPrefix) || state.hasPrefix("57P") {
-                    return StoreError.unavailable("\(message) (SQLSTATE \(state))")
-                }
-                return error
-            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
-                 .poolClosed, .sslUnsupported, .failedToAddSSLHandler:
-                return StoreError.unavailable(describe(error))
-            default:
-                return error
-            }
-        }
-        if let error = error as? SQLiteError {
-            if error.isConstraint { return StoreError.conflict(error.message) }
-            if error.isUnavailable { return StoreError.unavailable(error.message) }
-            return error
-        }
-        if error is ConnectionPoolError || error is ConnectionPoolTimeoutError
-            || error is NIOConnectionError || error is ChannelError || error is IOError
-        {
-            return StoreError.unavailable(describe(error))
-        }
-        return error
-    }
-
-    /// A short, secret-free description (PSQLError's own description hides details on purpose).
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? PSQLError {
-            if let message = error.serverInfo?[.message] { return message }
-            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
-            return "\(error.code)"
-        }
-        if let error = error as? ConnectionPoolError {
-            switch error {
-            case .shutdown: return "the connection pool is shut down"
-            }
-        }
-        if error is ConnectionPoolTimeoutError { return "timed out waiting for a database connection" }
-        return "\(error)"
-    }
-}
-
-extension SQLDatabase {
-    /// `body` between `begin` and `COMMIT`, rolled back when it throws. A failed `ROLLBACK` is not
-    /// reported over `body`'s error: the connection is then probably broken, and the database rolls
-    /// back when it goes.
-    func inTransaction<R>(begin: String, _ body: () async throws -> R) async throws -> R {
-        try await raw(SQLQueryString(begin)).run()
-        do {
-            let result = try await body()
-            try await raw("COMMIT").run()
-            return result
-        } catch {
-            try? await raw("ROLLBACK").run()
-            throw error
+            throw StoreError.unavailable(StoreCore.describe(error))
         }
     }
 }
+

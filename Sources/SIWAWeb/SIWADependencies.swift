@@ -32,6 +32,11 @@ public struct SIWADependencies: Sendable {
     let revocationSignal: RevocationSignal
     /// The OpenID provider's signing keys, shared through the database (nil when the provider is off).
     public let oidcKeys: OIDCKeyRing?
+    /// The gateway's sessions read less than a second ago (`GATEWAY_SESSION_CACHE`).
+    let gatewayCache: GatewaySessionCache
+    /// Whether the gateway's session cache answers (its capacity is not 0, and on PostgreSQL this instance
+    /// hears the others' changes).
+    public var gatewaySessionCacheIsOn: Bool { gatewayCache.isEnabled }
 
     /// The key cache and the verifiers are built over `apple` (which the composition root builds with
     /// its HTTP client and this `now` for its client secrets). The caller owns `database`.
@@ -61,6 +66,7 @@ public struct SIWADependencies: Sendable {
             limiter: configuration.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.rateLimitPerMinute, now: now) : nil,
             metrics: metrics)
         self.signInCap = SignInCap(configuration: configuration, now: now)
+        self.gatewayCache = GatewaySessionCache(capacity: configuration.gatewaySessionCache, database: database)
         var keyLogger = Logger(label: "siwa")
         keyLogger.logLevel = configuration.logLevel
         self.oidcKeys = configuration.oidc.map {

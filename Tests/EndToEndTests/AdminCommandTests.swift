@@ -69,7 +69,7 @@ struct AdminWorld {
         var account: UserAccount?
         for (client, kind) in [(webClient, SessionKind.web), (appClient, .api)] {
             let cipher = cipher
-            account = try await database.completeSignIn(NewSignIn(
+            account = try await database.accounts.completeSignIn(NewSignIn(
                 appleSub: sub, email: "\(sub)@example.com", emailVerified: true, isPrivateEmail: false, givenName: "Ada",
                 familyName: "Lovelace", clientID: client,
                 sealRefreshToken: { userID in try cipher.seal("apple-refresh-\(client)", for: .account(userID: userID, clientID: client)) },
@@ -125,15 +125,15 @@ struct AdminCommandTests {
         // validate
         #expect(delete.status == 0, "\(delete.output)")
         #expect(delete.output.contains("admin: people delete user=\(ada.id)"))
-        #expect(try await world.database.user(id: ada.id) == nil)
-        #expect(try await world.database.appleTokens(userID: ada.id).isEmpty)
+        #expect(try await world.database.accounts.user(id: ada.id) == nil)
+        #expect(try await world.database.apple.appleTokens(userID: ada.id).isEmpty)
         // A worker's failed attempt (Apple down), made here: no `siwa serve` runs on this database.
         let now = Int64(Date().timeIntervalSince1970)
-        let claimed = try await world.database.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test")
+        let claimed = try await world.database.outbox.claimDueRevocations(now: now, limit: 1_000, leaseSeconds: 60, holder: "test")
         #expect(Set(claimed.map(\.clientID)) == [web, app], "one item per client the account held a token for")
         var failed: [String] = []
         for item in claimed {
-            try await world.database.failRevocation(id: item.id, holder: "test", error: "Apple unreachable", nextAttemptAt: now + 3_600)
+            try await world.database.outbox.failRevocation(id: item.id, holder: "test", error: "Apple unreachable", nextAttemptAt: now + 3_600)
             failed.append(item.id)
         }
         let outbox = try await world.siwa("outbox", "--json")
@@ -144,7 +144,7 @@ struct AdminCommandTests {
         // Each item holds its token re-sealed for the outbox, so a worker can send it once Apple is back.
         for item in items {
             let id = try #require(item["id"] as? String)
-            let stored = try #require(try await world.database.revocation(id: id))
+            let stored = try #require(try await world.database.outbox.revocation(id: id))
             #expect(try world.cipher.open(stored.token, from: .revocation(id: id)) == "apple-refresh-\(stored.clientID)")
         }
         // `outbox` shows the worker's failed attempt, and `outbox retry` makes it due now.
@@ -154,7 +154,7 @@ struct AdminCommandTests {
         let retry = try await world.siwa("outbox", "retry", "--item", firstID, "--json")
         #expect(retry.status == 0, "\(retry.output)")
         #expect((try AdminWorld.json(retry.output) as? [String: [String]])?["dueNow"] == [firstID])
-        #expect(try await world.database.revocation(id: firstID).map { $0.nextAttemptAt <= Int64(Date().timeIntervalSince1970) } == true)
+        #expect(try await world.database.outbox.revocation(id: firstID).map { $0.nextAttemptAt <= Int64(Date().timeIntervalSince1970) } == true)
         // The account is gone for admin too.
         let show = try await world.siwa("people", "show", ada.id)
         #expect(show.status == 1 && show.output.contains("no account \(ada.id)"))
@@ -170,8 +170,8 @@ struct AdminCommandTests {
         let code = OIDCAuthorizationCode(codeHash: SecureRandom.token(byteCount: 32), clientID: "rp", redirectURI: "https://rp.example/cb",
                                          userID: ada.id, scope: "openid", nonce: nil, codeChallenge: nil, authTime: now,
                                          createdAt: now, expiresAt: now + 60)
-        try await world.database.insertOIDCCode(code)
-        _ = try await world.database.redeemOIDCCode(codeHash: code.codeHash, now: now) { c, _ in
+        try await world.database.oidc.insertOIDCCode(code)
+        _ = try await world.database.oidc.redeemOIDCCode(codeHash: code.codeHash, now: now) { c, _ in
             OIDCAccessToken(tokenHash: SecureRandom.token(byteCount: 32), userID: c.userID, clientID: c.clientID, scope: c.scope,
                             codeHash: c.codeHash, createdAt: now, expiresAt: now + 3_600)
         }
@@ -182,7 +182,7 @@ struct AdminCommandTests {
         let counts = try #require(try AdminWorld.json(result.output) as? [String: Any])
         #expect(counts["webSessions"] as? Int == 1 && counts["appSessions"] as? Int == 1 && counts["oidcAccessTokens"] as? Int == 1)
         #expect(result.output.contains("admin: sessions revoke user=\(ada.id) web=1 app=1 oidc_tokens=1"))
-        let record = try #require(try await world.database.personRecord(userID: ada.id))
+        let record = try #require(try await world.database.operations.personRecord(userID: ada.id))
         #expect(record.sessions.isEmpty && record.oidcAccessTokens.isEmpty && record.appleTokens.count == 2)
         // Unknown ids are an error, and audited.
         let unknown = try await world.siwa("sessions", "revoke", "no-such-account", "--yes")
@@ -205,9 +205,9 @@ struct AdminCommandTests {
             #expect(result.status == 0 && again.status == 0, "\(result.output)\n\(again.output)")
             #expect((try AdminWorld.json(again.output) as? [String: Any])?["integrity"] as? String == "ok")
             #expect(again.output.contains("admin: backup path=\(target)"))
-            #expect(try SIWADatabase.sqliteIntegrityCheck(path: target) == "ok")
+            #expect(try BackupRepository.sqliteIntegrityCheck(path: target) == "ok")
             let copy = try await SIWADatabase.open(DatabaseURL("sqlite:" + target), logger: TestDatabase.quietLogger)
-            #expect(try await copy.user(id: ada.id)?.appleSub == ada.appleSub)
+            #expect(try await copy.accounts.user(id: ada.id)?.appleSub == ada.appleSub)
             try await copy.close()
             let refused = try await world.siwa("backup", target)
             #expect(refused.status == 1 && refused.output.contains("--overwrite"))
@@ -272,7 +272,7 @@ struct AdminCommandTests {
         // validate: the demo key is named, and not stored by doctor (it would sign on running instances)
         #expect(before.status == 0, "\(before.output)")
         #expect(before.output.contains("OIDC_SIGNING_KEY_PATH's key (\(kid))"), "\(before.output)")
-        #expect(try await world.database.oidcSigningKeys().contains { $0.kid == kid } == false)
+        #expect(try await world.database.oidc.oidcSigningKeys().contains { $0.kid == kid } == false)
         #expect(before.output.contains("ok    OpenID signing keys: none stored yet"), "\(before.output)")
         // the first start of `siwa serve` stores it (no admin command does)
         try await world.start()
@@ -281,7 +281,7 @@ struct AdminCommandTests {
         // a rotation, so that doctor shows a key that signs later too
         let rotate = try await world.siwa("oidc", "rotate-key")
         #expect(rotate.status == 0, "\(rotate.output)")
-        let next = try #require(try await world.database.oidcSigningKeys().first?.kid)
+        let next = try #require(try await world.database.oidc.oidcSigningKeys().first?.kid)
         let after = try await SIWABinary.run(binary, ["doctor", "--offline"], environment: world.environment)
         #expect(after.status == 0, "\(after.output)")
         for line in ["\(kid)  signing  added", "\(next)  published, signs from"] {
@@ -294,7 +294,7 @@ struct AdminCommandTests {
         }
         // Nothing private: no PEM private key, no sealed private half.
         #expect(!after.output.contains("PRIVATE KEY"))
-        for row in try await world.database.oidcSigningKeys() {
+        for row in try await world.database.oidc.oidcSigningKeys() {
             if let sealed = row.privateKey { #expect(!after.output.contains(sealed)) }
         }
         #expect(!after.output.contains("admin:"), "doctor writes no audit line")

@@ -21,8 +21,8 @@ struct ConsentCheckEndToEndTests {
             let dependencies = try await Site.makeDependencies(configuration: e2e.configuration, logger: TestDatabase.quietLogger,
                                                                overrides: SiteOverrides(database: e2e.database, http: e2e.http))
             let adaSub = try await e2e.emulator.sub(personID: "p1", clientID: e2e.configuration.clientID)
-            let adaAccount = try #require(try await e2e.database.user(sub: adaSub))
-            let sealed = try #require(try await e2e.database.appleTokens(userID: adaAccount.id).first)
+            let adaAccount = try #require(try await e2e.database.accounts.user(sub: adaSub))
+            let sealed = try #require(try await e2e.database.apple.appleTokens(userID: adaAccount.id).first)
             // Ada's refresh token is revoked at Apple (the emulator), and no notification tells the app.
             let refreshToken = try dependencies.cipher.open(sealed.refreshToken, from: .account(userID: sealed.userID, clientID: sealed.clientID))
             try await dependencies.apple.revoke(token: refreshToken, clientID: sealed.clientID)
@@ -38,10 +38,10 @@ struct ConsentCheckEndToEndTests {
             #expect(result.revoked == 1 && result.valid == 1 && result.deferred == 0 && result.stoppedEarly == nil)
             let adaPage = try await ada.get(e2e.appURL + "/account")
             #expect(adaPage.status == 303 && adaPage.header("Location") == "/")
-            #expect(try await e2e.database.appleTokens(userID: adaAccount.id).isEmpty)
+            #expect(try await e2e.database.apple.appleTokens(userID: adaAccount.id).isEmpty)
             #expect(try await grace.get(e2e.appURL + "/account").page == "account")
             let graceSub = try await e2e.emulator.sub(personID: "p2", clientID: e2e.configuration.clientID)
-            #expect(try await e2e.database.user(sub: graceSub)?.consentCheckedAt != nil)
+            #expect(try await e2e.database.accounts.user(sub: graceSub)?.consentCheckedAt != nil)
             let refreshes = await e2e.emulator.events.filter { $0.kind == .token && $0.summary == "grant_type=refresh_token" }
             #expect(refreshes.map(\.status).sorted { ($0 ?? 0) < ($1 ?? 0) } == [200, 400])
         }

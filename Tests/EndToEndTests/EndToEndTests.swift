@@ -88,7 +88,7 @@ struct EndToEndTests {
             #expect(deleted.status == 200 && deleted.page == "deleted")
             let revoked = try await e2e.eventually { await !e2e.revokeEvents().isEmpty }
             #expect(revoked)
-            let drained = try await e2e.eventually { try await e2e.database.revocationCounts().pending == 0 }
+            let drained = try await e2e.eventually { try await e2e.database.outbox.revocationCounts().pending == 0 }
             #expect(drained)
         }
     }
@@ -150,7 +150,7 @@ struct EndToEndTests {
             let account = try await browser.get(e2e.appURL + "/account")
             let csrf = try #require(account.text.range(of: "name=\"csrf\" value=\"").map { String(account.text[$0.upperBound...].prefix { $0 != "\"" }) })
             #expect(try await browser.postForm(e2e.appURL + "/account/delete", [("csrf", csrf), ("confirm", "yes")]).page == "deleted")
-            let failing = try await e2e.eventually { try await e2e.database.revocationCounts().failing == 1 }
+            let failing = try await e2e.eventually { try await e2e.database.outbox.revocationCounts().failing == 1 }
             #expect(failing)
         }
         // the process is gone; Apple is back
@@ -158,7 +158,7 @@ struct EndToEndTests {
         await emulator.clearFaults()
         #expect(await emulator.events.filter { $0.kind == .revoke && $0.outcome.hasPrefix("ok") }.isEmpty)
         try await EndToEnd.run(dataDirectory: dataDirectory, databaseLocation: location, emulator: emulator) { e2e in
-            let retried = try await e2e.eventually { try await e2e.database.revocationCounts().pending == 0 }
+            let retried = try await e2e.eventually { try await e2e.database.outbox.revocationCounts().pending == 0 }
             #expect(retried)
             #expect(await !e2e.revokeEvents().isEmpty)
         }

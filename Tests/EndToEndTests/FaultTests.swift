@@ -38,7 +38,7 @@ struct FaultTests {
             #expect(failed.page == "error")
             #expect(failed.text.contains("href=\"/auth/apple\""), "the error page offers a way to try again")
             #expect(try await browser.get(e2e.appURL + "/account").status == 303, "no session after a failed sign-in")
-            #expect(try await e2e.database.user(sub: try await e2e.emulator.sub(personID: first.id, clientID: e2e.configuration.clientID)) == nil)
+            #expect(try await e2e.database.accounts.user(sub: try await e2e.emulator.sub(personID: first.id, clientID: e2e.configuration.clientID)) == nil)
 
             // Apple recovers; the cache waits a few seconds after a failure before fetching again
             await e2e.emulator.clearFaults()
@@ -117,12 +117,12 @@ struct FaultTests {
             let deleted = try await browser.postForm(e2e.appURL + "/account/delete", [("csrf", csrf), ("confirm", "yes")])
             // validate: the page does not wait for Apple
             #expect(deleted.status == 200 && deleted.page == "deleted")
-            #expect(try await e2e.database.user(sub: try await e2e.emulator.sub(personID: "p3", clientID: e2e.configuration.clientID)) == nil)
-            let failing = try await e2e.eventually(20) { try await e2e.database.revocationCounts().failing == 1 }
+            #expect(try await e2e.database.accounts.user(sub: try await e2e.emulator.sub(personID: "p3", clientID: e2e.configuration.clientID)) == nil)
+            let failing = try await e2e.eventually(20) { try await e2e.database.outbox.revocationCounts().failing == 1 }
             #expect(failing, "the hung call timed out and was recorded as a failed attempt")
             #expect(await e2e.revokeEvents().isEmpty)
             await e2e.emulator.clearFaults()
-            let drained = try await e2e.eventually(20) { try await e2e.database.revocationCounts().pending == 0 }
+            let drained = try await e2e.eventually(20) { try await e2e.database.outbox.revocationCounts().pending == 0 }
             #expect(drained)
             #expect(await !e2e.revokeEvents().isEmpty)
         }
@@ -152,7 +152,7 @@ struct FaultTests {
                 let browser = WebClient(http: e2e.http)
                 started.append((browser, try await e2e.start(browser)))
             }
-            #expect(try await e2e.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 3)
+            #expect(try await e2e.database.sessions.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 3)
             // MUT
             let refused = try await WebClient(http: e2e.http).get(e2e.appURL + "/auth/apple")
             // validate
@@ -160,7 +160,7 @@ struct FaultTests {
             #expect(refused.page == "error")
             #expect(refused.header("Retry-After") != nil)
             #expect(refused.header("Set-Cookie") == nil, "no binding cookie for a refused start")
-            #expect(try await e2e.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 3)
+            #expect(try await e2e.database.sessions.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 3)
 
             // one of them completes: its authorization is consumed, so another browser may start
             let (browser, authorization) = started[0]
@@ -271,7 +271,7 @@ struct ThreatModelTests {
             #expect(!attackerAccount.text.contains("ada@example.com"))
             #expect(attackerAccount.text.contains("privaterelay.appleid.com"))
             let adaSub = try await e2e.emulator.sub(personID: "p1", clientID: e2e.configuration.clientID)
-            let ada = try #require(try await e2e.database.user(sub: adaSub))
+            let ada = try #require(try await e2e.database.accounts.user(sub: adaSub))
             #expect(ada.givenName == "Ada")
             #expect(try await victim.get(e2e.appURL + "/account").text.contains("Ada Lovelace"))
         }

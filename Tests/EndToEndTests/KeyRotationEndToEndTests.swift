@@ -298,7 +298,7 @@ struct KeyRotationEndToEndTests {
     static func census(_ database: SIWADatabase, keys: [AESGCMKey]) async throws -> [Int?] {
         var found: [Int?] = []
         for table in SealedTokenTable.allCases {
-            for token in try await database.sealedTokens(in: table, after: nil, limit: 100_000) {
+            for token in try await database.apple.sealedTokens(in: table, after: nil, limit: 100_000) {
                 found.append(keys.indices.first { (try? TokenCipher(key: keys[$0]).open(token.ciphertext, from: token.place)) != nil })
             }
         }
@@ -432,7 +432,7 @@ struct KeyRotationEndToEndTests {
                 // the Apple refresh tokens are still good at Apple, read with the new key alone and used with the new .p8
                 let apple = AppleAPIClient(baseURL: after.appleBaseURL, http: world.http, secrets: try after.clientSecretProvider())
                 let newOnly = TokenCipher(key: world.newTokenKey)
-                for token in try await test.db.sealedTokens(in: .appleTokens, after: nil, limit: 3) {
+                for token in try await test.db.apple.sealedTokens(in: .appleTokens, after: nil, limit: 3) {
                     let refreshToken = try newOnly.open(token.ciphertext, from: token.place)
                     _ = try await apple.refresh(refreshToken: refreshToken, clientID: RotationWorld.clientID)
                 }
@@ -460,7 +460,7 @@ struct KeyRotationEndToEndTests {
         let rotate = try await world.siwa("oidc", "rotate-key")
         #expect(rotate.status == 0, "\(rotate.output)")
         #expect(rotate.output.contains("published now, signs from") && rotate.output.contains("\(oldKid) stays published until"))
-        let newKid = try #require(try await world.database.oidcSigningKeys().first?.kid)
+        let newKid = try #require(try await world.database.oidc.oidcSigningKeys().first?.kid)
         #expect(rotate.output.contains("admin: oidc rotate-key kid=\(newKid) signs_from=") && rotate.output.contains("superseded=\(oldKid)"))
         let states = try #require(try AdminWorld.json(try await world.siwa("oidc", "keys", "--json").output) as? [[String: Any]])
         #expect(states.map { $0["state"] as? String } == ["next", "signing"])
@@ -474,9 +474,9 @@ struct KeyRotationEndToEndTests {
         let binary = try #require(SIWABinary.path)
         let early = try await SIWABinary.run(binary, ["admin", "reseal", "--yes"], environment: changed)
         #expect(early.status == 1 && early.output.contains("`siwa serve`") && early.output.contains("TOKEN_ENCRYPTION_KEY"), "\(early.output)")
-        #expect(try await world.database.sealingKey()?.targetFingerprint == nil)
+        #expect(try await world.database.operations.sealingKey()?.targetFingerprint == nil)
         try await world.start(changed)
-        #expect(try await world.database.sealingKey()?.targetFingerprint == SealingKeyFingerprint.of(newKey))
+        #expect(try await world.database.operations.sealingKey()?.targetFingerprint == SealingKeyFingerprint.of(newKey))
         let reseal = try await SIWABinary.run(binary, ["admin", "reseal", "--json", "--yes"], environment: changed)
         #expect(reseal.status == 0, "\(reseal.output)")
         let counts = try #require(try AdminWorld.json(reseal.output) as? [String: Any]).mapValues { ($0 as? NSNumber)?.intValue ?? -1 }
@@ -484,7 +484,7 @@ struct KeyRotationEndToEndTests {
         #expect(reseal.output.contains("admin: reseal resealed=4 already_current=0 unreadable=0 changed_meanwhile=0 previous_key=set key_change=finished"),
                 "\(reseal.output)")
         // finished: the new key is the recorded one
-        let record = try await world.database.sealingKey()
+        let record = try await world.database.operations.sealingKey()
         #expect(record?.fingerprint == SealingKeyFingerprint.of(newKey) && record?.targetFingerprint == nil)
         let again = try await SIWABinary.run(binary, ["admin", "reseal", "--yes"], environment: changed)
         #expect(again.status == 0 && again.output.contains("resealed 0, already current 4, unreadable 0, changed meanwhile 0"), "\(again.output)")

@@ -57,15 +57,15 @@ struct KeysAndFilesTests {
             #expect(transferred.status == 1 && (transferred.output.contains("TOKEN_ENCRYPTION_KEY is not the key")
                     || transferred.output.contains("TOKEN_ENCRYPTION_KEY does not open")), "\(phase): transfer \(transferred.output)")
             // nothing written: the account, its tokens and sessions are there, no revocation queued, no audit row
-            #expect(try await world.database.user(id: ada.id) != nil)
-            #expect(try await world.database.appleTokens(userID: ada.id).count == 2)
-            #expect(try await world.database.personRecord(userID: ada.id)?.sessions.count == 2)
-            #expect(try await world.database.revocationCounts().pending == 0)
-            #expect(try await world.database.adminAudit(limit: 10).isEmpty)
+            #expect(try await world.database.accounts.user(id: ada.id) != nil)
+            #expect(try await world.database.apple.appleTokens(userID: ada.id).count == 2)
+            #expect(try await world.database.operations.personRecord(userID: ada.id)?.sessions.count == 2)
+            #expect(try await world.database.outbox.revocationCounts().pending == 0)
+            #expect(try await world.database.operations.adminAudit(limit: 10).isEmpty)
             if phase == "before the key is recorded" {
-                #expect(try await world.database.sealingKey() == nil, "a refused key is not recorded")
+                #expect(try await world.database.operations.sealingKey() == nil, "a refused key is not recorded")
                 try await world.start()
-                #expect(try await world.database.sealingKey()?.fingerprint == SealingKeyFingerprint.of(world.cipher.key))
+                #expect(try await world.database.operations.sealingKey()?.fingerprint == SealingKeyFingerprint.of(world.cipher.key))
             }
         }
         // The right key: the same commands work (the read ones first, which write nothing).
@@ -73,7 +73,7 @@ struct KeysAndFilesTests {
         #expect(find.status == 0, "\(find.output)")
         let delete = try await world.siwa("people", "delete", ada.id, "--yes")
         #expect(delete.status == 0 && delete.output.contains("2 Apple token(s) queued for revocation"), "\(delete.output)")
-        #expect(try await world.database.revocationCounts().pending == 2)
+        #expect(try await world.database.outbox.revocationCounts().pending == 2)
     }
 
     @Test("a key never recorded, with sealed rows it opens: the first start records it; one that opens none is refused",
@@ -85,12 +85,12 @@ struct KeysAndFilesTests {
         // A read command records nothing.
         let look = try await world.siwa("outbox")
         #expect(look.status == 0, "\(look.output)")
-        #expect(try await world.database.sealingKey() == nil)
+        #expect(try await world.database.operations.sealingKey() == nil)
         // A write command records it (it seals with it).
         let retry = try await world.siwa("outbox", "retry")
         #expect(retry.status == 0, "\(retry.output)")
-        #expect(try await world.database.sealingKey()?.fingerprint == SealingKeyFingerprint.of(world.cipher.key))
-        #expect(try await world.database.sealingKey()?.targetFingerprint == nil)
+        #expect(try await world.database.operations.sealingKey()?.fingerprint == SealingKeyFingerprint.of(world.cipher.key))
+        #expect(try await world.database.operations.sealingKey()?.targetFingerprint == nil)
     }
 
     @Test("a mistyped key beside the real one as previous cannot reseal the data under itself (finding 2)",
@@ -110,10 +110,10 @@ struct KeysAndFilesTests {
         // validate: both refused, naming what to do; every token still opens with the real key; no change of key begun
         #expect(reseal.status == 1 && reseal.output.contains("`siwa serve`"), "\(reseal.output)")
         #expect(delete.status == 1 && delete.output.contains("TOKEN_ENCRYPTION_KEY"), "\(delete.output)")
-        for token in try await world.database.appleTokens(userID: ada.id) {
+        for token in try await world.database.apple.appleTokens(userID: ada.id) {
             #expect(try world.cipher.open(token.refreshToken, from: .account(userID: ada.id, clientID: token.clientID)).hasPrefix("apple-refresh-"))
         }
-        #expect(try await world.database.sealingKey()?.targetFingerprint == nil)
+        #expect(try await world.database.operations.sealingKey()?.targetFingerprint == nil)
     }
 
     @Test("an Apple token that does not open stops the deletion with its count; --drop-unreadable-tokens goes on and is audited",
@@ -125,9 +125,9 @@ struct KeysAndFilesTests {
         let ada = try await world.person(webClient: web, appClient: app)
         // The app's token sealed with a key this configuration does not have (a restored row, a bad copy).
         let stranger = TokenCipher(key: AESGCMKey.generate())
-        let appToken = try #require(try await world.database.appleTokens(userID: ada.id).first { $0.clientID == app })
+        let appToken = try #require(try await world.database.apple.appleTokens(userID: ada.id).first { $0.clientID == app })
         let place = SealedTokenPlace.account(userID: ada.id, clientID: app)
-        #expect(try await world.database.replaceSealedToken(SealedToken(place: place, ciphertext: appToken.refreshToken),
+        #expect(try await world.database.apple.replaceSealedToken(SealedToken(place: place, ciphertext: appToken.refreshToken),
                                                             with: try stranger.seal("lost", for: place)))
         var environment = world.environment
         environment["SUDO_USER"] = "alice"
@@ -136,7 +136,7 @@ struct KeysAndFilesTests {
         // MUT: without a terminal and without --yes: not confirmed, nothing changed
         let unconfirmed = try await SIWABinary.run(binary, ["admin", "people", "delete", ada.id], environment: environment)
         #expect(unconfirmed.status == 1 && unconfirmed.output.contains("--yes"), "\(unconfirmed.output)")
-        #expect(try await world.database.user(id: ada.id) != nil)
+        #expect(try await world.database.accounts.user(id: ada.id) != nil)
 
         // MUT: confirmed: refused, with the count, nothing deleted
         let refused = try await SIWABinary.run(binary, ["admin", "people", "delete", ada.id, "--yes"], environment: environment)
@@ -144,9 +144,9 @@ struct KeysAndFilesTests {
         #expect(refused.output.contains("1 of the account's Apple token cannot be opened") && refused.output.contains("--drop-unreadable-tokens"),
                 "\(refused.output)")
         #expect(!refused.output.contains("queued for revocation"))
-        #expect(try await world.database.user(id: ada.id) != nil)
-        #expect(try await world.database.appleTokens(userID: ada.id).count == 2)
-        #expect(try await world.database.revocationCounts().pending == 0)
+        #expect(try await world.database.accounts.user(id: ada.id) != nil)
+        #expect(try await world.database.apple.appleTokens(userID: ada.id).count == 2)
+        #expect(try await world.database.outbox.revocationCounts().pending == 0)
 
         // MUT: the operator's explicit choice
         let dropped = try await SIWABinary.run(binary, ["admin", "people", "delete", ada.id, "--drop-unreadable-tokens", "--yes", "--json"],
@@ -154,8 +154,8 @@ struct KeysAndFilesTests {
         #expect(dropped.status == 0, "\(dropped.output)")
         let answer = try #require(try AdminWorld.json(dropped.output) as? [String: Any])
         #expect(answer["revocationsQueued"] as? Int == 1 && answer["unreadableTokensDropped"] as? Int == 1, "\(answer)")
-        #expect(try await world.database.user(id: ada.id) == nil)
-        #expect(try await world.database.pendingRevocations().map(\.clientID) == [web])
+        #expect(try await world.database.accounts.user(id: ada.id) == nil)
+        #expect(try await world.database.outbox.pendingRevocations().map(\.clientID) == [web])
 
         // validate: the audit lists both, newest first, with who and where
         let audit = try await world.siwa("audit", "--json")
@@ -213,12 +213,12 @@ struct KeysAndFilesTests {
         let declined = try await Self.onTerminal(["admin", "people", "delete", ada.id], answer: "no", environment: world.environment)
         #expect(declined.status == 1 && declined.output.contains("Delete account \(ada.id)") && declined.output.contains("not confirmed"),
                 "\(declined.output)")
-        #expect(try await world.database.user(id: ada.id) != nil)
+        #expect(try await world.database.accounts.user(id: ada.id) != nil)
         let confirmed = try await Self.onTerminal(["admin", "people", "delete", ada.id], answer: "yes", environment: world.environment)
 
         // validate
         #expect(confirmed.status == 0 && confirmed.output.contains("deleted account \(ada.id)"), "\(confirmed.output)")
-        #expect(try await world.database.user(id: ada.id) == nil)
+        #expect(try await world.database.accounts.user(id: ada.id) == nil)
     }
 
     @Test("read commands write nothing and no admin command stores OIDC_SIGNING_KEY_PATH's key",
@@ -233,8 +233,8 @@ struct KeysAndFilesTests {
             #expect(result.status == 0, "\(arguments): \(result.output)")
         }
         // validate: no signing key stored (the demo's key file exists), and only the one write recorded
-        #expect(try await world.database.oidcSigningKeys().isEmpty)
-        #expect(try await world.database.adminAudit(limit: 10).map(\.action) == ["sessions revoke"])
+        #expect(try await world.database.oidc.oidcSigningKeys().isEmpty)
+        #expect(try await world.database.operations.adminAudit(limit: 10).map(\.action) == ["sessions revoke"])
     }
 
     @Test("files with personal data are the owner's alone under umask 022: database and side files, backups, exports, keys",

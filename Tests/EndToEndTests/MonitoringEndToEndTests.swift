@@ -102,7 +102,7 @@ struct MonitoringEndToEndTests {
             #expect(deleted.page == "deleted")
             let revoked = try await e2e.eventually {
                 let sent = await !e2e.revokeEvents().isEmpty
-                let pending = try await e2e.database.revocationCounts().pending
+                let pending = try await e2e.database.outbox.revocationCounts().pending
                 return sent && pending == 0
             }
             #expect(revoked)

@@ -61,7 +61,7 @@ struct TransferWorld: Sendable {
     @discardableResult
     static func addAccount(_ database: SIWADatabase, sub: String, given: String) async throws -> UserAccount {
         let now = Int64(Date().timeIntervalSince1970)
-        return try await database.completeSignIn(NewSignIn(
+        return try await database.accounts.completeSignIn(NewSignIn(
             appleSub: sub, email: "\(given.lowercased())@example.com", emailVerified: true, isPrivateEmail: false,
             givenName: given, familyName: "Sender", clientID: senderClientID, sealRefreshToken: nil,
             sessionTokenHash: SecureRandom.token(byteCount: 32), sessionKind: .web, sessionExpiresAt: now + 3_600, now: now
@@ -116,9 +116,9 @@ struct TransferTests {
                 let adaSub = try await world.emulator.sub(personID: "p1", clientID: world.recipient.clientID)
                 let graceSub = try await world.emulator.sub(personID: "p2", clientID: world.recipient.clientID)
                 #expect(adaSub != ada.appleSub)
-                #expect(try await e2e.database.user(id: ada.id)?.appleSub == adaSub)
-                #expect(try await e2e.database.user(id: grace.id)?.appleSub == graceSub)
-                #expect(try await e2e.database.user(id: ghost.id)?.appleSub == ghost.appleSub)
+                #expect(try await e2e.database.accounts.user(id: ada.id)?.appleSub == adaSub)
+                #expect(try await e2e.database.accounts.user(id: grace.id)?.appleSub == graceSub)
+                #expect(try await e2e.database.accounts.user(id: ghost.id)?.appleSub == ghost.appleSub)
 
                 // A rerun changes nothing and does not ask Apple.
                 let migrationCalls = await e2e.emulator.events.filter { $0.kind == .migration }.count
@@ -130,8 +130,8 @@ struct TransferTests {
                 let browser = WebClient(http: e2e.http)
                 let callback = try await e2e.approveAndPost(browser, try await e2e.start(browser), person: "p1")
                 #expect(callback.status == 303 && callback.header("Location") == "/account")
-                #expect(try await e2e.database.accountCount() == 3)
-                #expect(try await e2e.database.user(sub: adaSub)?.id == ada.id)
+                #expect(try await e2e.database.operations.accountCount() == 3)
+                #expect(try await e2e.database.accounts.user(sub: adaSub)?.id == ada.id)
                 #expect(try await browser.get(e2e.appURL + "/account").text.contains("Ada Sender"))
             }
         }
@@ -153,7 +153,7 @@ struct TransferTests {
                                                recipientTeamID: world.recipient.teamID, quiet: true).run { rows.all.append($0) }
                 let row = try #require(rows.all.first { $0.userID == grace.id })
                 // setup: Grace waits under her transfer_sub, as an import leaves an account Apple did not resolve
-                #expect(try await e2e.database.moveAccount(userID: grace.id, from: [grace.appleSub], to: row.transferSub, now: 1) == .moved)
+                #expect(try await e2e.database.operations.moveAccount(userID: grace.id, from: [grace.appleSub], to: row.transferSub, now: 1) == .moved)
 
                 // MUT: Grace signs in at the recipient's site
                 let browser = WebClient(http: e2e.http)
@@ -161,8 +161,8 @@ struct TransferTests {
                 // validate
                 #expect(callback.status == 303 && callback.header("Location") == "/account")
                 let graceSub = try await world.emulator.sub(personID: "p2", clientID: world.recipient.clientID)
-                #expect(try await e2e.database.user(id: grace.id)?.appleSub == graceSub)
-                #expect(try await e2e.database.accountCount() == 2)
+                #expect(try await e2e.database.accounts.user(id: grace.id)?.appleSub == graceSub)
+                #expect(try await e2e.database.operations.accountCount() == 2)
 
                 // An import then finds nothing to do for her, and parks the account whose transfer_sub Apple does not know.
                 let bogus = TransferMappingRow(userID: stray.id, sub: stray.appleSub, transferSub: "000002.00000000000000000000000000000000.02")
@@ -171,7 +171,7 @@ struct TransferTests {
                 #expect(report.alreadyImported == 1 && report.moved == 0)
                 #expect(Array(report.parked.keys) == [stray.id])
                 #expect(report.isComplete == false)
-                #expect(try await e2e.database.user(id: stray.id)?.appleSub == bogus.transferSub)
+                #expect(try await e2e.database.accounts.user(id: stray.id)?.appleSub == bogus.transferSub)
             }
         }
     }
@@ -222,7 +222,7 @@ struct TransferTests {
                                           "--public-url", "https://recipient.example.com"] + common)
             #expect(imported.status == 0 && imported.output.contains("moved 1"), "\(imported.output)")
             let alanSub = try await world.emulator.sub(personID: "p3", clientID: world.recipient.clientID)
-            #expect(try await e2e.database.user(id: alan.id)?.appleSub == alanSub)
+            #expect(try await e2e.database.accounts.user(id: alan.id)?.appleSub == alanSub)
         }
     }
 }

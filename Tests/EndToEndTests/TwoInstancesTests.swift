@@ -126,7 +126,7 @@ struct TwoInstancesTests {
                 let subs = [try await emulator.sub(personID: "p1", clientID: instances.configuration.clientID),
                             try await emulator.sub(personID: "p2", clientID: instances.configuration.clientID)]
                 for database in instances.databases {
-                    for sub in subs { #expect(try await database.user(sub: sub) != nil) }
+                    for sub in subs { #expect(try await database.accounts.user(sub: sub) != nil) }
                 }
             }
         }
@@ -147,7 +147,7 @@ struct TwoInstancesTests {
                     let now = Int64(Date().timeIntervalSince1970)
                     for token in tokens {
                         let id = UUID().uuidString
-                        try await database.enqueueRevocation(RevocationItem(
+                        try await database.outbox.enqueueRevocation(RevocationItem(
                             id: id, clientID: configuration.clientID,
                             token: try cipher.seal(token, for: .revocation(id: id)), tokenTypeHint: "refresh_token",
                             createdAt: now, nextAttemptAt: now))
@@ -156,16 +156,16 @@ struct TwoInstancesTests {
                     // MUT: both workers run from start-up. Waited on while they make progress: a loaded machine (CI runs
                     // browsers and proxies beside this) drained 206 of the 240 in a fixed minute, so what fails here is a
                     // stall — no item done for 30 s, longer than a retry's backoff or the poll interval — not slowness.
-                    var pending = try await instances.databases[0].revocationCounts().pending
+                    var pending = try await instances.databases[0].outbox.revocationCounts().pending
                     var lastProgress = Date()
                     while pending > 0, Date().timeIntervalSince(lastProgress) < 30 {
                         try await Task.sleep(for: .milliseconds(100))
-                        let now = try await instances.databases[0].revocationCounts().pending
+                        let now = try await instances.databases[0].outbox.revocationCounts().pending
                         if now < pending { lastProgress = Date() }
                         pending = now
                     }
                     // validate
-                    let counts = try await instances.databases[0].revocationCounts()
+                    let counts = try await instances.databases[0].outbox.revocationCounts()
                     #expect(counts.pending == 0, "left: \(counts.pending), of which failed at least once: \(counts.failing)")
                     let perToken = apple.requests(to: "/auth/revoke").reduce(into: [String: Int]()) { $0[$1["token"] ?? "", default: 0] += 1 }
                     #expect(Set(perToken.keys) == Set(tokens))

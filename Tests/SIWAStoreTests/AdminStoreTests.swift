@@ -11,20 +11,20 @@ struct AdminStoreTests {
     /// an access token, the fallback row and a notification; and a second person who must stay untouched.
     static func populated(_ db: SIWADatabase) async throws -> (ada: UserAccount, grace: UserAccount) {
         let sub = randomID("sub-")
-        let (ada, _) = try await db.completeSignIn(signIn(sub: sub, email: "Ada@Example.com", refreshToken: "sealed-web", session: "web-hash-ada"))
+        let (ada, _) = try await db.accounts.completeSignIn(signIn(sub: sub, email: "Ada@Example.com", refreshToken: "sealed-web", session: "web-hash-ada"))
         var app = signIn(sub: sub, refreshToken: "sealed-app", clientID: "com.example.app", now: 1_100, session: "app-hash-ada")
         app.sessionKind = .api
-        _ = try await db.completeSignIn(app)
-        try await db.saveAppleUserInfo(AppleUserInfo(appleSub: sub, givenName: "Ada", familyName: "Lovelace", email: "ada@example.com",
+        _ = try await db.accounts.completeSignIn(app)
+        try await db.accounts.saveAppleUserInfo(AppleUserInfo(appleSub: sub, givenName: "Ada", familyName: "Lovelace", email: "ada@example.com",
                                                      rawJSON: #"{"name":{"firstName":"Ada"}}"#, source: "web", receivedAt: 999))
-        _ = try await db.recordNotification(jti: randomID("jti-"), eventType: "email-disabled", sub: sub, now: 1_200)
+        _ = try await db.apple.recordNotification(jti: randomID("jti-"), eventType: "email-disabled", sub: sub, now: 1_200)
         let used = OIDCStoreTests.code(userID: ada.id)
-        try await db.insertOIDCCode(used)
-        _ = try await db.redeemOIDCCode(codeHash: used.codeHash, now: 1_010) { c, _ in OIDCStoreTests.token(for: c) }
-        try await db.insertOIDCCode(OIDCStoreTests.code(userID: ada.id))
-        let (grace, _) = try await db.completeSignIn(signIn(sub: randomID("sub-"), email: "grace@example.com", given: "Grace",
+        try await db.oidc.insertOIDCCode(used)
+        _ = try await db.oidc.redeemOIDCCode(codeHash: used.codeHash, now: 1_010) { c, _ in OIDCStoreTests.token(for: c) }
+        try await db.oidc.insertOIDCCode(OIDCStoreTests.code(userID: ada.id))
+        let (grace, _) = try await db.accounts.completeSignIn(signIn(sub: randomID("sub-"), email: "grace@example.com", given: "Grace",
                                                             refreshToken: "sealed-grace", session: "web-hash-grace"))
-        try await db.insertOIDCCode(OIDCStoreTests.code(userID: grace.id))
+        try await db.oidc.insertOIDCCode(OIDCStoreTests.code(userID: grace.id))
         return (ada, grace)
     }
 
@@ -32,12 +32,12 @@ struct AdminStoreTests {
     func findByEmail(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let (ada, _) = try await Self.populated(test.db)
-            let (twin, _) = try await test.db.completeSignIn(signIn(sub: randomID("sub-"), email: "ada@example.com", now: 2_000))
+            let (twin, _) = try await test.db.accounts.completeSignIn(signIn(sub: randomID("sub-"), email: "ada@example.com", now: 2_000))
             // MUT
-            let found = try await test.db.accounts(email: "ADA@example.COM")
+            let found = try await test.db.operations.accounts(email: "ADA@example.COM")
             // validate
             #expect(found.map(\.id) == [ada.id, twin.id])
-            #expect(try await test.db.accounts(email: "nobody@example.com").isEmpty)
+            #expect(try await test.db.operations.accounts(email: "nobody@example.com").isEmpty)
         }
     }
 
@@ -46,7 +46,7 @@ struct AdminStoreTests {
         try await withDatabase(backend) { test in
             let (ada, _) = try await Self.populated(test.db)
             // MUT
-            let record = try #require(try await test.db.personRecord(userID: ada.id))
+            let record = try #require(try await test.db.operations.personRecord(userID: ada.id))
             // validate
             #expect(record.account == ada.with(lastSignIn: 1_100))
             #expect(record.sessions.map(\.kind) == [.web, .api])
@@ -60,7 +60,7 @@ struct AdminStoreTests {
             for secret in ["sealed-web", "sealed-app", "web-hash-ada", "app-hash-ada", "code-", "at-"] {
                 #expect(!text.contains(secret), "\(secret) in \(text)")
             }
-            #expect(try await test.db.personRecord(userID: "no-such-id") == nil)
+            #expect(try await test.db.operations.personRecord(userID: "no-such-id") == nil)
         }
     }
 
@@ -69,17 +69,17 @@ struct AdminStoreTests {
         try await withDatabase(backend) { test in
             let (ada, grace) = try await Self.populated(test.db)
             // MUT
-            let ended = try #require(try await test.db.signOutEverywhere(userID: ada.id))
+            let ended = try #require(try await test.db.sessions.signOutEverywhere(userID: ada.id))
             // validate
             #expect(ended == SignedOutEverywhere(webSessions: 1, appSessions: 1, oidcAccessTokens: 1, oidcCodes: 1))
-            let after = try #require(try await test.db.personRecord(userID: ada.id))
+            let after = try #require(try await test.db.operations.personRecord(userID: ada.id))
             #expect(after.sessions.isEmpty && after.oidcAccessTokens.isEmpty)
             #expect(after.oidcCodes.count == 1 && after.oidcCodes[0].consumedAt != nil, "an exchanged code stays for replay detection")
             #expect(after.appleTokens.count == 2, "the account and its Apple tokens stay")
-            #expect(try await test.db.session(tokenHash: "web-hash-ada", now: 1_500) == nil)
-            #expect(try await test.db.session(tokenHash: "web-hash-grace", now: 1_500) != nil)
-            #expect(try await test.db.personRecord(userID: grace.id)?.oidcCodes.count == 1)
-            #expect(try await test.db.signOutEverywhere(userID: "no-such-id") == nil)
+            #expect(try await test.db.sessions.session(tokenHash: "web-hash-ada", now: 1_500) == nil)
+            #expect(try await test.db.sessions.session(tokenHash: "web-hash-grace", now: 1_500) != nil)
+            #expect(try await test.db.operations.personRecord(userID: grace.id)?.oidcCodes.count == 1)
+            #expect(try await test.db.sessions.signOutEverywhere(userID: "no-such-id") == nil)
         }
     }
 
@@ -93,21 +93,21 @@ struct AdminStoreTests {
                                      createdAt: 200, nextAttemptAt: 200)
             let done = RevocationItem(id: randomID("r-"), clientID: "com.example.web", token: "", tokenTypeHint: "refresh_token",
                                       createdAt: 50, nextAttemptAt: 50, completedAt: 60)
-            for item in [failed, due, done] { try await test.db.enqueueRevocation(item) }
+            for item in [failed, due, done] { try await test.db.outbox.enqueueRevocation(item) }
             // MUT
-            let pending = try await test.db.pendingRevocations()
+            let pending = try await test.db.outbox.pendingRevocations()
             // validate
             #expect(pending.map(\.id) == [failed.id, due.id])
             #expect(pending[0].attempts == 3 && pending[0].lastError == "HTTP 503" && pending[0].nextAttemptAt == 5_000)
             // MUT: retry
-            let retried = try await test.db.retryRevocationsNow(now: 1_000)
+            let retried = try await test.db.outbox.retryRevocationsNow(now: 1_000)
             // validate: only the one waiting; it is claimable now, its attempts and error kept
             #expect(retried == [failed.id])
-            let item = try #require(try await test.db.revocation(id: failed.id))
+            let item = try #require(try await test.db.outbox.revocation(id: failed.id))
             #expect(item.nextAttemptAt == 1_000 && item.attempts == 3 && item.lastError == "HTTP 503")
-            let claimed = try await test.db.claimDueRevocations(now: 1_000, limit: 10, leaseSeconds: 60, holder: "h")
+            let claimed = try await test.db.outbox.claimDueRevocations(now: 1_000, limit: 10, leaseSeconds: 60, holder: "h")
             #expect(Set(claimed.map(\.id)) == [failed.id, due.id])
-            #expect(try await test.db.retryRevocationsNow(now: 1_000, id: failed.id).isEmpty)
+            #expect(try await test.db.outbox.retryRevocationsNow(now: 1_000, id: failed.id).isEmpty)
         }
     }
 
@@ -122,23 +122,23 @@ struct AdminStoreTests {
                 RevocationItem(id: "revoke-\(token.userID)-\(token.clientID)", clientID: token.clientID, token: "resealed-" + token.refreshToken,
                                tokenTypeHint: "refresh_token", createdAt: 1_300, nextAttemptAt: 1_300)
             }
-            #expect(try await test.db.deleteAccount(userID: ada.id, revocations: revoke) != nil)
-            #expect(try await test.db.deleteAccount(userID: grace.id, revocations: revoke) != nil)
-            let (again, _) = try await test.db.completeSignIn(signIn(sub: ada.appleSub, email: "ada@example.com", refreshToken: "sealed-again",
+            #expect(try await test.db.accounts.deleteAccount(userID: ada.id, revocations: revoke) != nil)
+            #expect(try await test.db.accounts.deleteAccount(userID: grace.id, revocations: revoke) != nil)
+            let (again, _) = try await test.db.accounts.completeSignIn(signIn(sub: ada.appleSub, email: "ada@example.com", refreshToken: "sealed-again",
                                                                     now: 1_400, session: "web-hash-again"))
             #expect(again.id != ada.id)
             // An item naming nobody (queued before the outbox kept the person); Ada's web revocation fails once,
             // her app one is accepted.
-            try await test.db.enqueueRevocation(RevocationItem(id: randomID("anon-"), clientID: "com.example.web", token: "sealed-anon",
+            try await test.db.outbox.enqueueRevocation(RevocationItem(id: randomID("anon-"), clientID: "com.example.web", token: "sealed-anon",
                                                                tokenTypeHint: "refresh_token", createdAt: 1_350, nextAttemptAt: 1_350))
             let (adaWeb, adaApp) = ("revoke-\(ada.id)-com.example.web", "revoke-\(ada.id)-com.example.app")
-            let claimed = try await test.db.claimDueRevocations(now: 1_500, limit: 10, leaseSeconds: 60, holder: "h")
+            let claimed = try await test.db.outbox.claimDueRevocations(now: 1_500, limit: 10, leaseSeconds: 60, holder: "h")
             #expect(claimed.count == 4)
             #expect(claimed.first { $0.id == adaWeb }?.appleSub == ada.appleSub, "the deletion names the person")
-            #expect(try await test.db.failRevocation(id: adaWeb, holder: "h", error: "HTTP 503", nextAttemptAt: 5_000))
-            #expect(try await test.db.completeRevocation(id: adaApp, holder: "h", now: 1_500))
+            #expect(try await test.db.outbox.failRevocation(id: adaWeb, holder: "h", error: "HTTP 503", nextAttemptAt: 5_000))
+            #expect(try await test.db.outbox.completeRevocation(id: adaApp, holder: "h", now: 1_500))
             // MUT
-            let record = try #require(try await test.db.personRecord(userID: again.id))
+            let record = try #require(try await test.db.operations.personRecord(userID: again.id))
             // validate: only Ada's pending one, with its attempts, error and times, without its token
             #expect(record.pendingRevocations.map(\.id) == [adaWeb])
             let entry = try #require(record.pendingRevocations.first)
@@ -147,11 +147,11 @@ struct AdminStoreTests {
             #expect(entry.lockedUntil == nil)
             #expect(!"\(record)".contains("sealed-"), "no sealed token in \(record)")
             // Grace's wait under her sub; the outbox lists all pending, each with its person when known.
-            let pending = try await test.db.pendingRevocations()
+            let pending = try await test.db.outbox.pendingRevocations()
             #expect(pending.filter { $0.appleSub == grace.appleSub }.map(\.clientID) == ["com.example.web"])
             #expect(pending.filter { $0.appleSub == nil }.count == 1)
             // The accepted one keeps nothing of the person: neither token nor sub.
-            let done = try #require(try await test.db.revocation(id: adaApp))
+            let done = try #require(try await test.db.outbox.revocation(id: adaApp))
             #expect(done.completedAt == 1_500 && done.token.isEmpty && done.appleSub == nil)
         }
     }
@@ -164,45 +164,45 @@ struct AdminStoreTests {
             defer { try? FileManager.default.removeItem(atPath: target) }
             if backend == .postgres {
                 // PostgreSQL: refused, naming pg_dump, and nothing written.
-                let error = await #expect(throws: BackupError.self) { try await test.db.backup(to: target) }
+                let error = await #expect(throws: BackupError.self) { try await test.db.backups.backup(to: target) }
                 #expect(error?.description.contains("pg_dump") == true)
                 #expect(!FileManager.default.fileExists(atPath: target))
                 return
             }
             // setup: some accounts, then a writer that keeps signing people in (new accounts and sessions)
-            for index in 0..<50 { _ = try await test.db.completeSignIn(signIn(sub: "before-\(index)", refreshToken: "t")) }
+            for index in 0..<50 { _ = try await test.db.accounts.completeSignIn(signIn(sub: "before-\(index)", refreshToken: "t")) }
             let writer = Task {
                 var written = 0
                 while !Task.isCancelled {
-                    _ = try await test.db.completeSignIn(signIn(sub: "during-\(written)", refreshToken: "t", now: 2_000))
-                    try await test.db.createSession(SessionRecord(tokenHash: randomID("s-"), userID: try #require(try await test.db.user(sub: "before-0")).id,
+                    _ = try await test.db.accounts.completeSignIn(signIn(sub: "during-\(written)", refreshToken: "t", now: 2_000))
+                    try await test.db.sessions.createSession(SessionRecord(tokenHash: randomID("s-"), userID: try #require(try await test.db.accounts.user(sub: "before-0")).id,
                                                                   kind: .api, createdAt: 2_000, expiresAt: 9_000, lastSeenAt: 2_000))
                     written += 1
                 }
                 return written
             }
-            while try await test.db.accountCount() < 80 { try await Task.sleep(for: .milliseconds(5)) }
+            while try await test.db.operations.accountCount() < 80 { try await Task.sleep(for: .milliseconds(5)) }
             // MUT: back up in the middle of it, twice (the second over the first)
-            _ = try await test.db.backup(to: target)
-            let report = try await test.db.backup(to: target, overwrite: true)
+            _ = try await test.db.backups.backup(to: target)
+            let report = try await test.db.backups.backup(to: target, overwrite: true)
             writer.cancel()
             let written = try await writer.value
             // validate
             #expect(written > 30, "the writer ran alongside")
             #expect(report.integrity == "ok" && report.bytes > 0)
-            #expect(try SIWADatabase.sqliteIntegrityCheck(path: target) == "ok")
+            #expect(try BackupRepository.sqliteIntegrityCheck(path: target) == "ok")
             #expect(!FileManager.default.fileExists(atPath: target + ".partial"))
             let copy = try await SIWADatabase.open(DatabaseURL("sqlite:" + target), logger: testLogger)
-            let ids = try await copy.transferAccounts(after: nil, limit: 100_000)
+            let ids = try await copy.operations.transferAccounts(after: nil, limit: 100_000)
             #expect(ids.count >= 80)
             for account in ids {
-                #expect(try await copy.user(id: account.userID)?.appleSub == account.appleSub)
-                #expect(try await copy.appleTokens(userID: account.userID).count == 1, "account and token committed together")
+                #expect(try await copy.accounts.user(id: account.userID)?.appleSub == account.appleSub)
+                #expect(try await copy.apple.appleTokens(userID: account.userID).count == 1, "account and token committed together")
             }
-            #expect(try await copy.user(sub: "before-49") != nil)
+            #expect(try await copy.accounts.user(sub: "before-49") != nil)
             try await copy.close()
             // An existing file is refused without --overwrite.
-            await #expect(throws: BackupError.self) { try await test.db.backup(to: target) }
+            await #expect(throws: BackupError.self) { try await test.db.backups.backup(to: target) }
         }
     }
 }

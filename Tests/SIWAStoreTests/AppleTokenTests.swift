@@ -15,29 +15,29 @@ struct AppleTokenTests {
         try await withDatabase(backend) { test in
             let db = test.db
             // setup: web, then the app, then the web again (a new web token replaces only the web one)
-            let (user, _) = try await db.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-1", clientID: Self.web, now: 100))
-            _ = try await db.completeSignIn(signIn(sub: "sub-two", refreshToken: "app-1", clientID: Self.app, now: 200))
-            _ = try await db.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-2", clientID: Self.web, now: 300))
-            let tokens = try await db.appleTokens(userID: user.id)
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-1", clientID: Self.web, now: 100))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "app-1", clientID: Self.app, now: 200))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-2", clientID: Self.web, now: 300))
+            let tokens = try await db.apple.appleTokens(userID: user.id)
             #expect(tokens.map(\.clientID) == [Self.app, Self.web])
             #expect(tokens.map(\.refreshToken) == ["app-1", "web-2"])
             #expect(tokens.map(\.createdAt) == [200, 100])
             #expect(tokens.map(\.updatedAt) == [200, 300])
 
             // MUT
-            let deleted = try await db.deleteAccount(userID: user.id) { token in
+            let deleted = try await db.accounts.deleteAccount(userID: user.id) { token in
                 RevocationItem(id: "revoke-" + token.clientID, clientID: token.clientID, token: "resealed:" + token.refreshToken,
                                tokenTypeHint: "refresh_token", createdAt: 400, nextAttemptAt: 400)
             }
 
             // validate
             #expect(deleted == AccountDeletion(revocationsQueued: 2, unreadableDropped: 0))
-            #expect(try await db.appleTokens(userID: user.id).isEmpty)
-            #expect(try await db.revocation(id: "revoke-" + Self.web)?.token == "resealed:web-2")
-            #expect(try await db.revocation(id: "revoke-" + Self.web)?.clientID == Self.web)
-            #expect(try await db.revocation(id: "revoke-" + Self.app)?.token == "resealed:app-1")
-            #expect(try await db.revocation(id: "revoke-" + Self.app)?.clientID == Self.app)
-            #expect(try await db.revocationCounts() == (2, 0))
+            #expect(try await db.apple.appleTokens(userID: user.id).isEmpty)
+            #expect(try await db.outbox.revocation(id: "revoke-" + Self.web)?.token == "resealed:web-2")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Self.web)?.clientID == Self.web)
+            #expect(try await db.outbox.revocation(id: "revoke-" + Self.app)?.token == "resealed:app-1")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Self.app)?.clientID == Self.app)
+            #expect(try await db.outbox.revocationCounts() == (2, 0))
         }
     }
 
@@ -46,20 +46,20 @@ struct AppleTokenTests {
     func unreadableTokenStopsDeletion(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            let (user, _) = try await db.completeSignIn(signIn(sub: "sub-skip", refreshToken: "w", clientID: Self.web))
-            _ = try await db.completeSignIn(signIn(sub: "sub-skip", refreshToken: "a", clientID: Self.app))
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-skip", refreshToken: "w", clientID: Self.web))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-skip", refreshToken: "a", clientID: Self.app))
             let onlyWeb: RevocationForToken = { token in
                 token.clientID == Self.app ? nil : RevocationItem(id: "only-web", clientID: token.clientID, token: "x",
                                                                   tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0)
             }
-            await #expect(throws: UnreadableAppleTokens(count: 1)) { try await db.deleteAccount(userID: user.id, revocations: onlyWeb) }
-            #expect(try await db.user(id: user.id) != nil)
-            #expect(try await db.appleTokens(userID: user.id).count == 2)
-            #expect(try await db.revocationCounts() == (0, 0))
-            #expect(try await db.deleteAccount(userID: user.id, revocations: onlyWeb, droppingUnreadable: true)
+            await #expect(throws: UnreadableAppleTokens(count: 1)) { try await db.accounts.deleteAccount(userID: user.id, revocations: onlyWeb) }
+            #expect(try await db.accounts.user(id: user.id) != nil)
+            #expect(try await db.apple.appleTokens(userID: user.id).count == 2)
+            #expect(try await db.outbox.revocationCounts() == (0, 0))
+            #expect(try await db.accounts.deleteAccount(userID: user.id, revocations: onlyWeb, droppingUnreadable: true)
                     == AccountDeletion(revocationsQueued: 1, unreadableDropped: 1))
-            #expect(try await db.user(id: user.id) == nil)
-            #expect(try await db.revocationCounts() == (1, 0))
+            #expect(try await db.accounts.user(id: user.id) == nil)
+            #expect(try await db.outbox.revocationCounts() == (1, 0))
         }
     }
 
@@ -67,24 +67,24 @@ struct AppleTokenTests {
     func consentCheckGroupsTokens(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            let (a, _) = try await db.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-web", clientID: Self.web, now: 100))
-            _ = try await db.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-app", clientID: Self.app, now: 100))
-            let (b, _) = try await db.completeSignIn(signIn(sub: "sub-b", refreshToken: "b-app", clientID: Self.app, now: 100))
+            let (a, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-web", clientID: Self.web, now: 100))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-app", clientID: Self.app, now: 100))
+            let (b, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-b", refreshToken: "b-app", clientID: Self.app, now: 100))
 
-            let due = try await db.usersDueForConsentCheck(before: 1_000, limit: 10)
+            let due = try await db.apple.usersDueForConsentCheck(before: 1_000, limit: 10)
             #expect(due.map(\.0.id).sorted() == [a.id, b.id].sorted())
             #expect(due.first { $0.0.id == a.id }?.1.map(\.refreshToken) == ["a-app", "a-web"])
             #expect(due.first { $0.0.id == b.id }?.1.map(\.refreshToken) == ["b-app"])
-            let one = try await db.usersDueForConsentCheck(before: 1_000, limit: 1)
+            let one = try await db.apple.usersDueForConsentCheck(before: 1_000, limit: 1)
             #expect(one.count == 1)
             #expect(one.first?.1.count == (one.first?.0.id == a.id ? 2 : 1))
 
             // MUT: one of a's tokens is refused by Apple
-            try await db.deleteAppleToken(userID: a.id, clientID: Self.app)
-            try await db.markConsentChecked(userID: a.id, now: 900)
-            #expect(try await db.appleTokens(userID: a.id).map(\.clientID) == [Self.web])
-            #expect(try await db.appleTokens(userID: a.id).map(\.validatedAt) == [900])
-            #expect(try await db.usersDueForConsentCheck(before: 1_000, limit: 10).map(\.0.id) == [b.id, a.id])
+            try await db.apple.deleteAppleToken(userID: a.id, clientID: Self.app)
+            try await db.apple.markConsentChecked(userID: a.id, now: 900)
+            #expect(try await db.apple.appleTokens(userID: a.id).map(\.clientID) == [Self.web])
+            #expect(try await db.apple.appleTokens(userID: a.id).map(\.validatedAt) == [900])
+            #expect(try await db.apple.usersDueForConsentCheck(before: 1_000, limit: 10).map(\.0.id) == [b.id, a.id])
         }
     }
 
@@ -98,30 +98,30 @@ struct AppleTokenTests {
                 return s
             }
             // a new account: the id it is created with
-            let (created, _) = try await db.completeSignIn(sealing("sub-s", "t1"))
-            #expect(try await db.appleTokens(userID: created.id).map(\.refreshToken) == ["sealed(t1)for(\(created.id))"])
+            let (created, _) = try await db.accounts.completeSignIn(sealing("sub-s", "t1"))
+            #expect(try await db.apple.appleTokens(userID: created.id).map(\.refreshToken) == ["sealed(t1)for(\(created.id))"])
             // a team transfer: the moved account's id
-            let (moved, _) = try await db.completeSignIn(sealing("sub-s-new", "t2", transferFrom: "sub-s"))
+            let (moved, _) = try await db.accounts.completeSignIn(sealing("sub-s-new", "t2", transferFrom: "sub-s"))
             #expect(moved.id == created.id)
-            #expect(try await db.appleTokens(userID: created.id).map(\.refreshToken) == ["sealed(t2)for(\(created.id))"])
+            #expect(try await db.apple.appleTokens(userID: created.id).map(\.refreshToken) == ["sealed(t2)for(\(created.id))"])
             // concurrent first sign-ins: every token is sealed for the one account that exists
             let ids = try await withThrowingTaskGroup(of: String.self) { group in
                 for i in 0..<6 {
-                    group.addTask { try await db.completeSignIn(sealing("sub-race", "r\(i)")).0.id }
+                    group.addTask { try await db.accounts.completeSignIn(sealing("sub-race", "r\(i)")).0.id }
                 }
                 return try await group.reduce(into: Set<String>()) { $0.insert($1) }
             }
             #expect(ids.count == 1)
             let raceID = try #require(ids.first)
-            let stored = try #require(try await db.appleTokens(userID: raceID).first)
+            let stored = try #require(try await db.apple.appleTokens(userID: raceID).first)
             #expect(stored.refreshToken.hasSuffix("for(\(raceID))"))
             // a sealer that throws rolls the whole sign-in back
             struct SealFailed: Error {}
             var failing = signIn(sub: "sub-fails", session: "s-fails")
             failing.sealRefreshToken = { _ in throw SealFailed() }
-            await #expect(throws: SealFailed.self) { try await db.completeSignIn(failing) }
-            #expect(try await db.user(sub: "sub-fails") == nil)
-            #expect(try await db.session(tokenHash: "s-fails", now: 1_000) == nil)
+            await #expect(throws: SealFailed.self) { try await db.accounts.completeSignIn(failing) }
+            #expect(try await db.accounts.user(sub: "sub-fails") == nil)
+            #expect(try await db.sessions.session(tokenHash: "s-fails", now: 1_000) == nil)
         }
     }
 
@@ -147,13 +147,13 @@ struct AppleTokenTests {
             try await db.migrate()
 
             // validate: the row survived; a web sign-in adds a second token instead of overwriting it
-            #expect(try await db.appleTokens(userID: "u-old") == [AppleTokenRecord(
+            #expect(try await db.apple.appleTokens(userID: "u-old") == [AppleTokenRecord(
                 userID: "u-old", clientID: Self.app, refreshToken: "old-ciphertext", createdAt: 10, updatedAt: 20, validatedAt: 30)])
-            _ = try await db.completeSignIn(signIn(sub: "sub-old", refreshToken: "new-web", clientID: Self.web, now: 40))
-            #expect(try await db.appleTokens(userID: "u-old").map(\.refreshToken) == ["old-ciphertext", "new-web"])
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-old", refreshToken: "new-web", clientID: Self.web, now: 40))
+            #expect(try await db.apple.appleTokens(userID: "u-old").map(\.refreshToken) == ["old-ciphertext", "new-web"])
             // deleting the person still cascades to the rebuilt table
-            #expect(try await db.deleteAccount(userID: "u-old", revocations: nil) != nil)
-            #expect(try await db.appleTokens(userID: "u-old").isEmpty)
+            #expect(try await db.accounts.deleteAccount(userID: "u-old", revocations: nil) != nil)
+            #expect(try await db.apple.appleTokens(userID: "u-old").isEmpty)
         }
     }
 
@@ -162,23 +162,23 @@ struct AppleTokenTests {
         try await withDatabase(backend) { test in
             let db = test.db
             // setup: old-form ciphertexts (no prefix) in all three places, and some already of the new form
-            let (user, _) = try await db.completeSignIn(signIn(sub: "sub-l", refreshToken: "old-account", clientID: Self.web))
-            _ = try await db.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:new-account", clientID: Self.app))
-            try await db.savePendingProfile(PendingProfile(tokenHash: "ph-old", appleSub: "sub-p", email: nil, emailVerified: false,
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "old-account", clientID: Self.web))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:new-account", clientID: Self.app))
+            try await db.accounts.savePendingProfile(PendingProfile(tokenHash: "ph-old", appleSub: "sub-p", email: nil, emailVerified: false,
                                                            isPrivateEmail: false, clientID: Self.web, refreshToken: "old-profile",
                                                            createdAt: 0, expiresAt: 9_000))
-            try await db.savePendingProfile(PendingProfile(tokenHash: "ph-none", appleSub: "sub-q", email: nil, emailVerified: false,
+            try await db.accounts.savePendingProfile(PendingProfile(tokenHash: "ph-none", appleSub: "sub-q", email: nil, emailVerified: false,
                                                            isPrivateEmail: false, clientID: Self.web, refreshToken: nil,
                                                            createdAt: 0, expiresAt: 9_000))
-            try await db.enqueueRevocation(RevocationItem(id: "r-old", clientID: Self.web, token: "old-outbox",
+            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-old", clientID: Self.web, token: "old-outbox",
                                                           tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0))
-            try await db.enqueueRevocation(RevocationItem(id: "r-done", clientID: Self.web, token: "old-done",
+            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-done", clientID: Self.web, token: "old-done",
                                                           tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0))
-            _ = try await db.claimDueRevocations(now: 0, limit: 1, leaseSeconds: 60, holder: "worker")
-            try await db.completeRevocation(id: "r-done", holder: "worker", now: 1)
+            _ = try await db.outbox.claimDueRevocations(now: 0, limit: 1, leaseSeconds: 60, holder: "worker")
+            try await db.outbox.completeRevocation(id: "r-done", holder: "worker", now: 1)
 
             // MUT
-            let legacy = try await db.sealedTokens(notStartingWith: "v2:")
+            let legacy = try await db.apple.sealedTokens(notStartingWith: "v2:")
 
             // validate
             let account = SealedToken(place: .account(userID: user.id, clientID: Self.web), ciphertext: "old-account")
@@ -186,15 +186,15 @@ struct AppleTokenTests {
             let outbox = SealedToken(place: .revocation(id: "r-old"), ciphertext: "old-outbox")
             #expect(legacy == [account, profile, outbox])
             // a sign-in stored a newer token meanwhile: it is never overwritten
-            _ = try await db.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:newer", clientID: Self.web))
-            #expect(try await db.replaceSealedToken(account, with: "v2:resealed") == false)
-            #expect(try await db.appleTokens(userID: user.id).map(\.refreshToken) == ["v2:new-account", "v2:newer"])
-            #expect(try await db.replaceSealedToken(profile, with: "v2:profile"))
-            #expect(try await db.replaceSealedToken(outbox, with: "v2:outbox"))
-            #expect(try await db.replaceSealedToken(outbox, with: "v2:again") == false)
-            #expect(try await db.revocation(id: "r-old")?.token == "v2:outbox")
-            #expect(try await db.takePendingProfile(tokenHash: "ph-old", now: 0)?.refreshToken == "v2:profile")
-            #expect(try await db.sealedTokens(notStartingWith: "v2:").isEmpty)
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:newer", clientID: Self.web))
+            #expect(try await db.apple.replaceSealedToken(account, with: "v2:resealed") == false)
+            #expect(try await db.apple.appleTokens(userID: user.id).map(\.refreshToken) == ["v2:new-account", "v2:newer"])
+            #expect(try await db.apple.replaceSealedToken(profile, with: "v2:profile"))
+            #expect(try await db.apple.replaceSealedToken(outbox, with: "v2:outbox"))
+            #expect(try await db.apple.replaceSealedToken(outbox, with: "v2:again") == false)
+            #expect(try await db.outbox.revocation(id: "r-old")?.token == "v2:outbox")
+            #expect(try await db.accounts.takePendingProfile(tokenHash: "ph-old", now: 0)?.refreshToken == "v2:profile")
+            #expect(try await db.apple.sealedTokens(notStartingWith: "v2:").isEmpty)
         }
     }
 }

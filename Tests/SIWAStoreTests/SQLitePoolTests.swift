@@ -26,14 +26,14 @@ struct SQLitePoolTests {
             defer { other.close() }
             try other.executeScript("BEGIN IMMEDIATE")
             let started = ContinuousClock.now
-            let write = Task { try await test.db.insertPendingAuthorization(Self.pending(1)) }
+            let write = Task { try await test.db.sessions.insertPendingAuthorization(Self.pending(1)) }
             try await Task.sleep(for: .milliseconds(300))
             // Readers go on meanwhile (WAL).
-            #expect(try await test.db.countPendingAuthorizations(now: 1_000) == 0)
+            #expect(try await test.db.sessions.countPendingAuthorizations(now: 1_000) == 0)
             try other.executeScript("COMMIT")
             try await write.value
             #expect(ContinuousClock.now - started >= .milliseconds(300))
-            #expect(try await test.db.countPendingAuthorizations(now: 1_000) == 1)
+            #expect(try await test.db.sessions.countPendingAuthorizations(now: 1_000) == 1)
         }
     }
 
@@ -45,7 +45,7 @@ struct SQLitePoolTests {
             try other.executeScript("BEGIN IMMEDIATE")
             defer { try? other.executeScript("COMMIT") }
             let started = ContinuousClock.now
-            await #expect(throws: StoreError.self) { try await test.db.insertPendingAuthorization(Self.pending(2)) }
+            await #expect(throws: StoreError.self) { try await test.db.sessions.insertPendingAuthorization(Self.pending(2)) }
             let waited = ContinuousClock.now - started
             #expect(waited >= .seconds(9) && waited < .seconds(20))
         }
@@ -58,15 +58,15 @@ struct SQLitePoolTests {
                 for index in 0..<200 {
                     group.addTask {
                         if index.isMultiple(of: 2) {
-                            try await test.db.insertPendingAuthorization(Self.pending(index))
+                            try await test.db.sessions.insertPendingAuthorization(Self.pending(index))
                         } else {
-                            _ = try await test.db.countPendingAuthorizations(now: 1_000)
+                            _ = try await test.db.sessions.countPendingAuthorizations(now: 1_000)
                         }
                     }
                 }
                 try await group.waitForAll()
             }
-            #expect(try await test.db.countPendingAuthorizations(now: 1_000) == 100)
+            #expect(try await test.db.sessions.countPendingAuthorizations(now: 1_000) == 100)
         }
     }
 
@@ -74,10 +74,10 @@ struct SQLitePoolTests {
     func checkpointer() async throws {
         try await withDatabase(.sqlite) { test in
             // Each commit appends at least one frame; SQLite's own automatic checkpoints are off.
-            for index in 0..<60 { try await test.db.insertPendingAuthorization(Self.pending(index)) }
+            for index in 0..<60 { try await test.db.sessions.insertPendingAuthorization(Self.pending(index)) }
             try await Task.sleep(for: .seconds(1.5))
             // Once everything was copied, the next writer starts the WAL from its beginning again.
-            try await test.db.insertPendingAuthorization(Self.pending(1_000))
+            try await test.db.sessions.insertPendingAuthorization(Self.pending(1_000))
             let probe = try SQLiteConnection(path: try Self.path(test))
             defer { probe.close() }
             // (busy, frames now in the WAL, frames copied): without the checkpointer, all 61 commits' frames.
@@ -124,7 +124,7 @@ struct SQLitePoolTests {
             var sequences: Set<UInt32> = []
             // At most 30 s for what takes ~2 s here (a tick every 500 ms), so a loaded machine passes too.
             while sequences.count < 4, ContinuousClock.now - started < .seconds(30) {
-                try await test.db.insertPendingAuthorization(Self.pending(commits))
+                try await test.db.sessions.insertPendingAuthorization(Self.pending(commits))
                 commits += 1
                 if let sequence = Self.walCheckpointSequence(path) { sequences.insert(sequence) }
                 // Up to about a thousand commits a second: a busy site's rate.

@@ -118,11 +118,11 @@ struct ConcurrentSQLiteWritesTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<200 {
                 group.addTask {
-                    try await db.insertPendingAuthorization(PendingAuthorization(
+                    try await db.sessions.insertPendingAuthorization(PendingAuthorization(
                         state: "state-\(index)", nonce: "n", bindingHash: "b", createdAt: 100, expiresAt: 700))
                 }
                 group.addTask {
-                    _ = try await db.completeSignIn(NewSignIn(
+                    _ = try await db.accounts.completeSignIn(NewSignIn(
                         appleSub: "sub-\(index % 20)", email: nil, emailVerified: false, isPrivateEmail: false,
                         givenName: "Ada", familyName: "L", transferFromSub: nil, clientID: "c", sealRefreshToken: nil,
                         sessionTokenHash: "hash-\(index)", sessionKind: .web, sessionExpiresAt: 9_999, now: 100))
@@ -130,9 +130,9 @@ struct ConcurrentSQLiteWritesTests {
             }
             try await group.waitForAll()
         }
-        #expect(try await db.countPendingAuthorizations(now: 200) == 200)
-        for index in 0..<20 { #expect(try await db.user(sub: "sub-\(index)") != nil) }
-        #expect(try await db.session(tokenHash: "hash-199", now: 200) != nil)
+        #expect(try await db.sessions.countPendingAuthorizations(now: 200) == 200)
+        for index in 0..<20 { #expect(try await db.accounts.user(sub: "sub-\(index)") != nil) }
+        #expect(try await db.sessions.session(tokenHash: "hash-199", now: 200) != nil)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PostgresKit
 import SIWAStore
 
 /// One test's private database: a new SQLite file in a temporary folder of its own, or a new schema
@@ -55,6 +56,36 @@ public struct TestDatabase: Sendable {
     /// Another pool on the same data, as a second instance (or a restarted one) would open; the caller closes it.
     public func openAnother(poolSize: Int? = nil, logger: Logger = TestDatabase.quietLogger) async throws -> SIWADatabase {
         try await SIWADatabase.open(url, logger: logger, poolSize: poolSize, postgresSchema: schema)
+    }
+
+    /// Ends a session as a process that is not the service would, and that no cache of the service hears
+    /// of: on SQLite through a pool of its own (its writes tell only its own ``SessionChanges``), on
+    /// PostgreSQL by a plain `DELETE` on a connection of its own (no `NOTIFY`).
+    public func deleteSessionUnannounced(tokenHash: String) async throws {
+        switch url.kind {
+        case .postgres(let host, let port, let username, let password, let database):
+            let configuration = PostgresConnection.Configuration(host: host, port: port, username: username, password: password,
+                                                                 database: database, tls: .disable)
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Self.quietLogger)
+            do {
+                // The schema is ours (letters, digits, underscores); the hash is bound.
+                try await connection.query(PostgresQuery(unsafeSQL: "SET search_path TO \(schema ?? "public")"), logger: Self.quietLogger)
+                try await connection.query("DELETE FROM sessions WHERE token_hash = \(tokenHash)", logger: Self.quietLogger)
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            try await connection.close()
+        default:
+            let other = try await openAnother(poolSize: 1)
+            do {
+                try await other.sessions.deleteSession(tokenHash: tokenHash)
+            } catch {
+                try? await other.close()
+                throw error
+            }
+            try await other.close()
+        }
     }
 
     /// Drops the PostgreSQL schema (with everything in it), closes `db` and removes the SQLite folder.

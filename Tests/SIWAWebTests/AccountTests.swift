@@ -44,20 +44,20 @@ struct AccountTests {
     func delete(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "002.c", given: "Del", family: "Ete")
-            let account = try #require(try await app.database.user(sub: "002.c"))
+            let account = try #require(try await app.database.accounts.user(sub: "002.c"))
             let csrf = try await app.csrf(browser)
             // without the confirmation box nothing happens
             let unconfirmed = try await browser.postForm("/account/delete", [("csrf", csrf)])
             #expect(unconfirmed.location == "/account?problem=confirm")
-            #expect(try await app.database.user(sub: "002.c") != nil)
+            #expect(try await app.database.accounts.user(sub: "002.c") != nil)
             #expect(try await browser.postForm("/account/delete", [("csrf", "forged"), ("confirm", "yes")]).status == .forbidden)
             // MUT
             let response = try await browser.postForm("/account/delete", [("csrf", csrf), ("confirm", "yes")])
             // validate
             #expect(response.status == .ok && response.page == "deleted")
-            #expect(try await app.database.user(sub: "002.c") == nil)
-            #expect(try await app.database.appleUserInfo(sub: "002.c") == nil)
-            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
+            #expect(try await app.database.accounts.user(sub: "002.c") == nil)
+            #expect(try await app.database.accounts.appleUserInfo(sub: "002.c") == nil)
+            #expect(try await app.database.apple.appleTokens(userID: account.id).isEmpty)
             #expect(try await browser.get("/account").location == "/")
             // the worker (running as a service) sends the revocation promptly
             var revokes: [LoopbackApple.Request] = []
@@ -69,10 +69,10 @@ struct AccountTests {
             #expect(revoke["token"] == "refresh-" + revoke["token"]!.dropFirst("refresh-".count))
             #expect(revoke["token_type_hint"] == "refresh_token")
             #expect(revoke["client_id"] == TestApp.clientID)
-            var counts = try await app.database.revocationCounts()
+            var counts = try await app.database.outbox.revocationCounts()
             for _ in 0..<20 where counts.pending > 0 {
                 try await Task.sleep(for: .milliseconds(100))
-                counts = try await app.database.revocationCounts()
+                counts = try await app.database.outbox.revocationCounts()
             }
             #expect(counts.pending == 0)
         }
@@ -84,10 +84,10 @@ struct AccountTests {
             app.apple.setBehaviour(.appleError(status: 500, code: "server_error"), for: "/auth/revoke")
             try await app.signIn(browser, sub: "002.d")
             try await browser.postForm("/account/delete", [("csrf", try await app.csrf(browser)), ("confirm", "yes")])
-            var counts = try await app.database.revocationCounts()
+            var counts = try await app.database.outbox.revocationCounts()
             for _ in 0..<50 where counts.failing == 0 {
                 try await Task.sleep(for: .milliseconds(100))
-                counts = try await app.database.revocationCounts()
+                counts = try await app.database.outbox.revocationCounts()
             }
             #expect(counts.pending == 1 && counts.failing == 1)
             let firstAttempts = app.apple.requests(to: "/auth/revoke").count
@@ -96,7 +96,7 @@ struct AccountTests {
             app.apple.setBehaviour(.normal, for: "/auth/revoke")
             for _ in 0..<80 where counts.pending > 0 {
                 try await Task.sleep(for: .milliseconds(100))
-                counts = try await app.database.revocationCounts()
+                counts = try await app.database.outbox.revocationCounts()
             }
             #expect(counts.pending == 0)
             #expect(app.apple.requests(to: "/auth/revoke").count > firstAttempts)

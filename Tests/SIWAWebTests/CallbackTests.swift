@@ -25,8 +25,8 @@ struct CallbackTests {
             let setCookie = response.headers[values: .setCookie].first { $0.hasPrefix("__Host-siwa_session=") } ?? ""
             #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Lax") && setCookie.contains("Secure"))
             // stored only as a hash
-            #expect(try await app.database.session(tokenHash: sessionCookie, now: Int64(Date().timeIntervalSince1970)) == nil)
-            let account = try #require(try await app.database.user(sub: "001.alpha"))
+            #expect(try await app.database.sessions.session(tokenHash: sessionCookie, now: Int64(Date().timeIntervalSince1970)) == nil)
+            let account = try #require(try await app.database.accounts.user(sub: "001.alpha"))
             #expect(account.givenName == "Ada" && account.familyName == "Lovelace")
             #expect(account.email == "ada@example.com")
             let page = try await browser.get("/account")
@@ -39,7 +39,7 @@ struct CallbackTests {
             #expect(exchange["redirect_uri"] == "https://app.example.com/auth/apple/callback")
             #expect((exchange["client_secret"] ?? "").split(separator: ".").count == 3)
             // the refresh token is stored encrypted
-            let token = try #require(try await app.database.appleTokens(userID: account.id).first)
+            let token = try #require(try await app.database.apple.appleTokens(userID: account.id).first)
             #expect(!token.refreshToken.contains("refresh-"))
         }
     }
@@ -124,7 +124,7 @@ struct CallbackTests {
             let now = Int64(Date().timeIntervalSince1970)
             let stale = PendingAuthorization(state: SecureRandom.token(), nonce: "n", bindingHash: SHA256.hexDigest(Array(binding.utf8)),
                                              createdAt: now - 700, expiresAt: now - 100, consumedAt: nil)
-            try await app.database.insertPendingAuthorization(stale)
+            try await app.database.sessions.insertPendingAuthorization(stale)
             let expired = try await browser.postForm("/auth/apple/callback", [("state", stale.state), ("code", "c"), ("id_token", "t")])
             #expect(expired.status == .badRequest && expired.text.contains("expired"))
         }
@@ -147,7 +147,7 @@ struct CallbackTests {
             browser.removeCookie("__Secure-siwa_binding")
             let noCookie = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(second, sub: "001.e"))
             #expect(noCookie.status == .badRequest && noCookie.text.contains("different browser"))
-            #expect(try await app.database.user(sub: "001.e") == nil)
+            #expect(try await app.database.accounts.user(sub: "001.e") == nil)
         }
     }
 
@@ -194,7 +194,7 @@ struct CallbackTests {
                 }
                 #expect(try await browser.postForm("/auth/apple/callback", form).status == .unauthorized, "\(alg)")
             }
-            #expect(try await app.database.user(sub: "001.f") == nil)
+            #expect(try await app.database.accounts.user(sub: "001.f") == nil)
             #expect(browser.cookie("__Host-siwa_session") == nil)
             // exchange never attempted for a token that failed
             #expect(app.apple.requests(to: "/auth/token").isEmpty)
@@ -212,7 +212,7 @@ struct CallbackTests {
                     $0.email_verified = flag
                 }
                 #expect(try await browser.postForm("/auth/apple/callback", form).status == .seeOther)
-                let account = try #require(try await app.database.user(sub: sub))
+                let account = try #require(try await app.database.accounts.user(sub: sub))
                 #expect(account.isPrivateEmail && account.emailVerified)
             }
             #expect(try await browser.get("/account").text.contains("Private relay"))
@@ -230,8 +230,8 @@ struct CallbackTests {
                 let response = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(started, sub: sub, user: user))
                 #expect(response.status == .ok)
                 #expect(response.page == "recovery")
-                #expect(try await app.database.appleUserInfo(sub: sub) == nil)
-                #expect(try await app.database.user(sub: sub) == nil)
+                #expect(try await app.database.accounts.appleUserInfo(sub: sub) == nil)
+                #expect(try await app.database.accounts.user(sub: sub) == nil)
             }
             let recovery = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(try await app.start(browser), sub: "001.h9"))
             #expect(recovery.text.contains("Sign-In &amp; Security") && recovery.text.contains("account.apple.com"))
@@ -246,7 +246,7 @@ struct CallbackTests {
             let first = try await app.signIn(browser, sub: "001.i", given: "Katherine", family: "Johnson")
             #expect(first.status == .badGateway && first.page == "error")
             #expect(browser.cookie("__Host-siwa_session") == nil)
-            let saved = try #require(try await app.database.appleUserInfo(sub: "001.i"))
+            let saved = try #require(try await app.database.accounts.appleUserInfo(sub: "001.i"))
             #expect(saved.givenName == "Katherine")
             // Apple sends no user JSON the second time; the fallback table has the name.
             app.apple.setBehaviour(.normal, for: "/auth/token")
@@ -279,8 +279,8 @@ struct CallbackTests {
                 #expect(response.text.contains(words), "\(behaviour)")
                 #expect(response.text.contains("data-action=\"retry\""))
                 #expect(browser.cookie("__Host-siwa_session") == nil)
-                #expect(try await app.database.user(sub: "001.j\(index)") == nil)
-                #expect(try await app.database.appleUserInfo(sub: "001.j\(index)")?.givenName == "Name\(index)")
+                #expect(try await app.database.accounts.user(sub: "001.j\(index)") == nil)
+                #expect(try await app.database.accounts.appleUserInfo(sub: "001.j\(index)")?.givenName == "Name\(index)")
             }
         }
     }
@@ -295,7 +295,7 @@ struct CallbackTests {
             let response = try await app.signIn(other, sub: "001.k1", given: "Mary", family: "Jackson")
             #expect(response.status == .badGateway)
             #expect(response.page == "error")
-            #expect(try await app.database.appleUserInfo(sub: "001.k1")?.givenName == "Mary")
+            #expect(try await app.database.accounts.appleUserInfo(sub: "001.k1")?.givenName == "Mary")
         }
     }
 
@@ -306,8 +306,8 @@ struct CallbackTests {
             let response = try await app.signIn(browser, sub: "001.l")
             #expect(response.status == .badRequest && response.page == "error")
             #expect(browser.cookie("__Host-siwa_session") == nil)
-            #expect(try await app.database.user(sub: "001.l") == nil)
-            #expect(try await app.database.user(sub: "001.somebody-else") == nil)
+            #expect(try await app.database.accounts.user(sub: "001.l") == nil)
+            #expect(try await app.database.accounts.user(sub: "001.somebody-else") == nil)
         }
     }
 
@@ -318,8 +318,8 @@ struct CallbackTests {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "001.m1", given: "Same", family: "Mail", email: "shared@example.com")
             try await app.signIn(browser.fresh(), sub: "001.m2", given: "Other", family: "Person", email: "shared@example.com")
-            let first = try #require(try await app.database.user(sub: "001.m1"))
-            let second = try #require(try await app.database.user(sub: "001.m2"))
+            let first = try #require(try await app.database.accounts.user(sub: "001.m1"))
+            let second = try #require(try await app.database.accounts.user(sub: "001.m2"))
             #expect(first.id != second.id)
             #expect(second.givenName == "Other")
         }
@@ -339,7 +339,7 @@ struct CallbackTests {
             let done = try await browser.postForm("/auth/apple/profile", [("csrf", csrf), ("givenName", "Dorothy"), ("familyName", "Vaughan")])
             #expect(done.location == "/account")
             #expect(try await browser.get("/account").text.contains("Dorothy Vaughan"))
-            #expect(try await app.database.appleTokens(userID: try #require(try await app.database.user(sub: "001.n")).id).count == 1)
+            #expect(try await app.database.apple.appleTokens(userID: try #require(try await app.database.accounts.user(sub: "001.n")).id).count == 1)
         }
     }
 

@@ -40,7 +40,7 @@ struct ConsentCheckTests {
         try await TestApp.run(backend) { app, browser in
             // setup
             try await app.signIn(browser, sub: "cc.revoked")
-            let account = try #require(try await app.database.user(sub: "cc.revoked"))
+            let account = try #require(try await app.database.accounts.user(sub: "cc.revoked"))
             #expect(try await app.isSignedIn(browser))
             app.apple.setBehaviour(.appleError(status: 400, code: "invalid_grant"), for: "/auth/token")
             // MUT
@@ -48,8 +48,8 @@ struct ConsentCheckTests {
             // validate
             #expect(result.revoked == 1 && result.valid == 0 && result.deferred == 0 && result.stoppedEarly == nil)
             #expect(try await app.isSignedIn(browser) == false)
-            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
-            #expect(try await app.database.user(sub: "cc.revoked") != nil, "the account itself stays")
+            #expect(try await app.database.apple.appleTokens(userID: account.id).isEmpty)
+            #expect(try await app.database.accounts.user(sub: "cc.revoked") != nil, "the account itself stays")
             let call = try #require(await app.refreshRequests().last)
             #expect(call["client_id"] == TestApp.clientID)
             #expect(call["refresh_token"]?.hasPrefix("refresh-c") == true, "the decrypted token, not the ciphertext")
@@ -76,9 +76,9 @@ struct ConsentCheckTests {
             #expect(try await app.isSignedIn(browser))
             #expect(try await app.isSignedIn(other))
             for sub in ["cc.five1", "cc.five2"] {
-                let account = try #require(try await app.database.user(sub: sub))
+                let account = try #require(try await app.database.accounts.user(sub: sub))
                 #expect(account.consentCheckedAt == nil)
-                #expect(try await app.database.appleTokens(userID: account.id).count == 1)
+                #expect(try await app.database.apple.appleTokens(userID: account.id).count == 1)
             }
             #expect(await app.refreshRequests().count == 2)
 
@@ -115,8 +115,8 @@ struct ConsentCheckTests {
             await impatient.apple.shutdown()  // its own HTTP client (the app closes only its own)
             #expect(result.deferred == 1 && result.revoked == 0)
             #expect(try await app.isSignedIn(browser))
-            let account = try #require(try await app.database.user(sub: "cc.slow"))
-            #expect(try await app.database.appleTokens(userID: account.id).count == 1)
+            let account = try #require(try await app.database.accounts.user(sub: "cc.slow"))
+            #expect(try await app.database.apple.appleTokens(userID: account.id).count == 1)
         }
     }
 
@@ -152,8 +152,8 @@ struct ConsentCheckTests {
     func recentSignInCounts(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "cc.fresh")
-            let account = try #require(try await app.database.user(sub: "cc.fresh"))
-            let token = try #require(try await app.database.appleTokens(userID: account.id).first)
+            let account = try #require(try await app.database.accounts.user(sub: "cc.fresh"))
+            let token = try #require(try await app.database.apple.appleTokens(userID: account.id).first)
             app.apple.setBehaviour(.appleError(status: 400, code: "invalid_grant"), for: "/auth/token")
             // MUT: a clock one hour on, so the sign-in is within the day
             let service = ConsentCheckService(dependencies: app.dependencies, logger: TestDatabase.quietLogger,
@@ -161,7 +161,7 @@ struct ConsentCheckTests {
             let first = await service.runOnce()
             // validate
             #expect(first.recentlyValidated == 1 && first.revoked == 0)
-            #expect(try await app.database.user(sub: "cc.fresh")?.consentCheckedAt == token.validatedAt)
+            #expect(try await app.database.accounts.user(sub: "cc.fresh")?.consentCheckedAt == token.validatedAt)
             let again = await service.runOnce()
             #expect(again == ConsentCheckService.PassResult())
             #expect(await app.refreshRequests().isEmpty)

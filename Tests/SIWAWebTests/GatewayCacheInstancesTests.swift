@@ -82,23 +82,23 @@ struct GatewayCacheInstancesTests {
                 // each instance's cache answers once its listener listens
                 for instance in instances {
                     let start = ContinuousClock.now
-                    while !instance.database.gatewaySessionCacheIsOn, ContinuousClock.now - start < .seconds(10) {
+                    while !instance.gatewaySessionCacheIsOn, ContinuousClock.now - start < .seconds(10) {
                         try await Task.sleep(for: .milliseconds(20))
                     }
-                    #expect(instance.database.gatewaySessionCacheIsOn)
+                    #expect(instance.gatewaySessionCacheIsOn)
                 }
             }
             // sign-out of the web session on instance 0 (the app's bearer is ended by instance 1 below)
             let first = try await Self.person(instances[0], sub: "cache.signout")
             try await Self.warm(instances, first)
-            try await instances[0].database.deleteSession(tokenHash: BearerSecret.hash(first.web))
-            try await instances[1].database.deleteSession(tokenHash: BearerSecret.hash(first.app))
+            try await instances[0].database.sessions.deleteSession(tokenHash: BearerSecret.hash(first.web))
+            try await instances[1].database.sessions.deleteSession(tokenHash: BearerSecret.hash(first.app))
             _ = try await Self.refusedEverywhere(instances, first, "sign-out")
 
             // `siwa admin sessions revoke`: every session of the person, from instance 2
             let second = try await Self.person(instances[1], sub: "cache.everywhere")
             try await Self.warm(instances, second)
-            _ = try await instances[2].database.signOutEverywhere(userID: second.account.id)
+            _ = try await instances[2].database.sessions.signOutEverywhere(userID: second.account.id)
             _ = try await Self.refusedEverywhere(instances, second, "sign-out everywhere")
 
             // the account page's deletion, on instance 1
@@ -110,7 +110,7 @@ struct GatewayCacheInstancesTests {
             // Apple's consent-revoked, handled by instance 0
             let fourth = try await Self.person(instances[0], sub: "cache.revoked")
             try await Self.warm(instances, fourth)
-            #expect(try await instances[0].database.revokeConsent(sub: "cache.revoked"))
+            #expect(try await instances[0].database.apple.revokeConsent(sub: "cache.revoked"))
             _ = try await Self.refusedEverywhere(instances, fourth, "consent-revoked")
             // (That NOTIFY, not the second's expiry, empties the other instances' caches on PostgreSQL is
             // SessionCacheTests.acrossInstances: timed here, it would time the database under load.)

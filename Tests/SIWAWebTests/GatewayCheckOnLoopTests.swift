@@ -109,10 +109,10 @@ struct GatewayCheckOnLoopTests {
         try await TestApp.run(backend, live: true, now: { clock.withLock { $0 } }) { app, browser in
             let onLoop = GatewayCheckOnLoop(dependencies: app.dependencies, logsRequests: false)
             try await app.signIn(browser, sub: "036.c")
-            let account = try #require(try await app.database.user(sub: "036.c"))
+            let account = try #require(try await app.database.accounts.user(sub: "036.c"))
             let token = BearerSecret.generate()
             let now = clock.withLock { $0 }
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
+            try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: now, expiresAt: now + 2, lastSeenAt: now))
             let cookie: HTTPFields = [.cookie: "__Host-siwa_session=\(token)"]
             _ = try await Self.cached(browser.fresh(), onLoop, Self.request(cookie), headers: cookie)

@@ -30,7 +30,7 @@ struct GatewayTests {
             #expect(anonymous.status == .unauthorized)
             #expect(anonymous.headers[.authUser] == nil)
             try await app.signIn(browser, sub: "010.a", given: "Ada", family: "Lovelace", email: "ada@example.com")
-            let account = try #require(try await app.database.user(sub: "010.a"))
+            let account = try #require(try await app.database.accounts.user(sub: "010.a"))
             for method in [HTTPRequest.Method.get, .head, .post, .put, .patch, .delete, .options] {
                 let response = try await browser.send("/oauth2/auth", method: method, body: nil)
                 #expect(response.status == .accepted, "\(method)")
@@ -90,9 +90,9 @@ struct GatewayTests {
         try await TestApp.run(backend) { app, browser in
             // setup: an account without email, and a session last seen long ago
             try await app.signIn(browser, sub: "010.b", given: "Grace", family: nil, email: "grace@example.com")
-            let account = try #require(try await app.database.user(sub: "010.b"))
+            let account = try #require(try await app.database.accounts.user(sub: "010.b"))
             let token = BearerSecret.generate()
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
+            try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
             let other = browser.fresh()
             other.setCookie("__Host-siwa_session", token)
@@ -100,21 +100,21 @@ struct GatewayTests {
             for _ in 0..<3 { #expect(try await other.get("/oauth2/auth").status == .accepted) }
             #expect(try await other.get("/oauth2/userinfo").status == .ok)
             // validate: not touched; the account page does touch it
-            #expect(try await app.database.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt == 0)
+            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt == 0)
             #expect(try await other.get("/account").page == "account")
-            #expect(try await app.database.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
+            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
         }
     }
 
     @Test("/oauth2/auth: an account without email and name still gets all three headers, empty", arguments: [Backend.sqlite])
     func emptyHeaders(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
-            let account = try await app.database.completeSignIn(NewSignIn(
+            let account = try await app.database.accounts.completeSignIn(NewSignIn(
                 appleSub: "010.empty", email: nil, emailVerified: false, isPrivateEmail: false, givenName: nil, familyName: nil,
                 transferFromSub: nil, clientID: TestApp.clientID, sealRefreshToken: nil, sessionTokenHash: "unused",
                 sessionKind: .api, sessionExpiresAt: Self.now() + 60, now: Self.now())).0
             let token = BearerSecret.generate()
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
+            try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
                                                                createdAt: Self.now(), expiresAt: Self.now() + 3600, lastSeenAt: Self.now()))
             browser.setCookie("__Host-siwa_session", token)
             let response = try await browser.get("/oauth2/auth", headers: [.authEmail: "forged@evil.com"])
@@ -137,7 +137,7 @@ struct GatewayTests {
             let response = try await browser.get("/oauth2/userinfo")
             #expect(response.status == .ok)
             let json = try response.json()
-            #expect(json["user"] as? String == (try await app.database.user(sub: "010.d"))?.id)
+            #expect(json["user"] as? String == (try await app.database.accounts.user(sub: "010.d"))?.id)
             #expect(json["email"] as? String == "kj@example.com")
             #expect(json["preferredUsername"] as? String == "Katherine Johnson")
         }
@@ -166,7 +166,7 @@ struct GatewayTests {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "010.e")
             let csrf = try await app.csrf(browser)
-            let pendingBefore = try await app.database.countPendingAuthorizations(now: Self.now())
+            let pendingBefore = try await app.database.sessions.countPendingAuthorizations(now: Self.now())
             for hostile in ["//evil.com", "/\\evil.com", "/%09/evil.com", "https://evil.com", "https://app.example.com@evil.com", "javascript:alert(1)"] {
                 let rd = PercentEncoding.encode(hostile)
                 let fresh = browser.fresh()
@@ -184,7 +184,7 @@ struct GatewayTests {
             // two rd values are refused too (which one would a proxy have meant?)
             #expect(try await browser.get("/oauth2/sign_in?rd=%2Fa&rd=%2F%2Fevil.com").status == .badRequest)
             // nothing happened: no sign-in started, still signed in
-            #expect(try await app.database.countPendingAuthorizations(now: Self.now()) == pendingBefore)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: Self.now()) == pendingBefore)
             #expect(try await browser.get("/account").page == "account")
         }
     }
@@ -262,7 +262,7 @@ struct GatewayTests {
     func startIsLimitedLikeAuthApple(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2"], now: TestApp.stillClock()) { app, browser in
             #expect(try await browser.get("/oauth2/start?rd=%2Fa", headers: [.secFetchMode: "no-cors"]).status == .forbidden)
-            #expect(try await app.database.countPendingAuthorizations(now: Self.now()) == 0)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: Self.now()) == 0)
             #expect(try await browser.get("/auth/apple").status == .seeOther)
             let limited = try await browser.get("/oauth2/start?rd=%2Fa")
             #expect(limited.status == .tooManyRequests)
@@ -293,7 +293,7 @@ extension GatewayTests {
         func bearerAccepted(backend: Backend) async throws {
             try await TestApp.run(backend) { app, browser in
                 let token = try await Self.nativeToken(app, browser.fresh(), sub: "012.a", name: ("Ada", "App"))
-                let account = try #require(try await app.database.user(sub: "012.a"))
+                let account = try #require(try await app.database.accounts.user(sub: "012.a"))
                 let phone = browser.fresh()
                 for method in GatewayController.authMethods {
                     let response = try await phone.send("/oauth2/auth", method: method, headers: Self.bearer(token), body: nil)
@@ -328,18 +328,18 @@ extension GatewayTests {
         func bearerReadsOnly(backend: Backend) async throws {
             try await TestApp.run(backend) { app, browser in
                 try await app.signIn(browser, sub: "012.b", given: "Grace", family: nil, email: "grace@example.com")
-                let account = try #require(try await app.database.user(sub: "012.b"))
+                let account = try #require(try await app.database.accounts.user(sub: "012.b"))
                 let token = BearerSecret.generate()
                 let hash = BearerSecret.hash(token)
-                try await app.database.createSession(SessionRecord(tokenHash: hash, userID: account.id, kind: .api,
+                try await app.database.sessions.createSession(SessionRecord(tokenHash: hash, userID: account.id, kind: .api,
                                                                    createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
                 let phone = browser.fresh()
                 for _ in 0..<3 { #expect(try await phone.get("/oauth2/auth", headers: Self.bearer(token)).status == .accepted) }
                 #expect(try await phone.get("/oauth2/userinfo", headers: Self.bearer(token)).status == .ok)
-                #expect(try await app.database.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt == 0)
+                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt == 0)
                 // /api/me, the app's own use of its session, does touch it
                 #expect(try await phone.get("/api/me", headers: Self.bearer(token)).status == .ok)
-                #expect(try await app.database.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
+                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
             }
         }
 
@@ -375,13 +375,13 @@ extension GatewayTests {
         func refusedBearers(backend: Backend) async throws {
             try await TestApp.run(backend) { app, browser in
                 try await app.signIn(browser, sub: "012.e")
-                let account = try #require(try await app.database.user(sub: "012.e"))
+                let account = try #require(try await app.database.accounts.user(sub: "012.e"))
                 let expired = BearerSecret.generate()
-                try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(expired), userID: account.id, kind: .api,
+                try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(expired), userID: account.id, kind: .api,
                                                                    createdAt: 0, expiresAt: Self.now() - 1, lastSeenAt: 0))
                 let ended = try await Self.nativeToken(app, browser.fresh(), sub: "012.f", name: ("Ed", "Ended"))
                 #expect(try await browser.fresh().get("/oauth2/auth", headers: Self.bearer(ended)).status == .accepted)
-                try await app.database.deleteSession(tokenHash: BearerSecret.hash(ended))
+                try await app.database.sessions.deleteSession(tokenHash: BearerSecret.hash(ended))
                 var twice = HTTPFields()
                 twice.append(HTTPField(name: .authorization, value: "Bearer \(ended)"))
                 twice.append(HTTPField(name: .authorization, value: "Bearer \(expired)"))

@@ -76,7 +76,7 @@ struct NativeAPITests {
 
             let deleted = try await browser.send("/api/me", method: .delete, headers: [.authorization: "Bearer \(token)"], body: nil)
             #expect(deleted.status == .ok)
-            #expect(try await app.database.user(sub: "005.a") == nil)
+            #expect(try await app.database.accounts.user(sub: "005.a") == nil)
             #expect(try await browser.send("/api/me", method: .get, headers: [.authorization: "Bearer \(token)"], body: nil).status == .unauthorized)
         }
     }
@@ -123,7 +123,7 @@ struct NativeAPITests {
 
             // issued eleven minutes ago: past its ten-minute life
             let old = NativeNonce.generate()
-            try await app.database.insertPendingAuthorization(old.pendingAuthorization(now: Int64(Date().timeIntervalSince1970) - 660))
+            try await app.database.sessions.insertPendingAuthorization(old.pendingAuthorization(now: Int64(Date().timeIntervalSince1970) - 660))
             let expired = try await post(browser, try await credential(app, browser, sub: "005.n", nonce: .some(old.raw)))
             #expect(expired.status == .unauthorized)
             #expect(app.apple.requests(to: "/auth/token").isEmpty)
@@ -153,7 +153,7 @@ struct NativeAPITests {
             app.apple.setBehaviour(.otherSub("005.someone-else"), for: "/auth/token")
             let response = try await post(browser, try await credential(app, browser, sub: "005.victim", name: ("V", "Ictim")))
             #expect(response.status == .unauthorized)
-            #expect(try await app.database.user(sub: "005.victim") == nil)
+            #expect(try await app.database.accounts.user(sub: "005.victim") == nil)
         }
     }
 

@@ -37,10 +37,10 @@ struct NotificationsTests {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "004.a")
             #expect(try await app.notify(browser, NotificationClaims(type: "email-disabled", sub: "004.a")).status == .ok)
-            #expect(try await app.database.user(sub: "004.a")?.emailDisabled == true)
+            #expect(try await app.database.accounts.user(sub: "004.a")?.emailDisabled == true)
             #expect(try await browser.get("/account").text.contains("data-field=\"email-disabled\""))
             #expect(try await app.notify(browser, NotificationClaims(type: "email-enabled", sub: "004.a")).status == .ok)
-            #expect(try await app.database.user(sub: "004.a")?.emailDisabled == false)
+            #expect(try await app.database.accounts.user(sub: "004.a")?.emailDisabled == false)
         }
     }
 
@@ -48,22 +48,22 @@ struct NotificationsTests {
     func consentAndDeletion(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             try await app.signIn(browser, sub: "004.b")
-            let account = try #require(try await app.database.user(sub: "004.b"))
+            let account = try #require(try await app.database.accounts.user(sub: "004.b"))
             #expect(try await app.notify(browser, NotificationClaims(type: "consent-revoked", sub: "004.b")).status == .ok)
             #expect(try await browser.get("/account").location == "/")
-            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
-            #expect(try await app.database.user(sub: "004.b") != nil)
+            #expect(try await app.database.apple.appleTokens(userID: account.id).isEmpty)
+            #expect(try await app.database.accounts.user(sub: "004.b") != nil)
 
             for (index, type) in ["account-delete", "account-deleted"].enumerated() {
                 let sub = "004.c\(index)"
                 try await app.signIn(browser.fresh(), sub: sub)
                 #expect(try await app.notify(browser, NotificationClaims(type: type, sub: sub)).status == .ok)
-                #expect(try await app.database.user(sub: sub) == nil)
-                #expect(try await app.database.appleUserInfo(sub: sub) == nil)
+                #expect(try await app.database.accounts.user(sub: sub) == nil)
+                #expect(try await app.database.accounts.appleUserInfo(sub: sub) == nil)
             }
             try await Task.sleep(for: .milliseconds(300))
             #expect(app.apple.requests(to: "/auth/revoke").isEmpty)
-            #expect(try await app.database.revocationCounts().pending == 0)
+            #expect(try await app.database.outbox.revocationCounts().pending == 0)
         }
     }
 
@@ -78,16 +78,16 @@ struct NotificationsTests {
             let garbage = try await browser.send("/auth/apple/notifications", method: .post, headers: [.contentType: "application/json"],
                                                  body: ByteBuffer(string: "{\"payload\": 12}"))
             #expect(garbage.status == .badRequest)
-            #expect(try await app.database.user(sub: "004.d") != nil)
+            #expect(try await app.database.accounts.user(sub: "004.d") != nil)
 
             var claims = NotificationClaims(type: "email-disabled", sub: "004.d")
             #expect(try await app.notify(browser, claims).status == .ok)
             // re-enable by hand, then replay the same jti: nothing changes
-            _ = try await app.database.setEmailDisabled(sub: "004.d", disabled: false, now: 0)
+            _ = try await app.database.accounts.setEmailDisabled(sub: "004.d", disabled: false, now: 0)
             claims.iat = Int64(Date().timeIntervalSince1970)
             let replay = try await app.notify(browser, claims)
             #expect(replay.status == .ok)
-            #expect(try await app.database.user(sub: "004.d")?.emailDisabled == false)
+            #expect(try await app.database.accounts.user(sub: "004.d")?.emailDisabled == false)
         }
     }
 }

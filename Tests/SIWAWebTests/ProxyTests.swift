@@ -178,14 +178,14 @@ struct ProxyLiveTests {
     func perClientCap(backend: Backend) async throws {
         try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "3", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { app, browser in
             let port = try #require(browser.port)
-            let before = try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
+            let before = try await app.database.sessions.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
             var statuses: [Int] = []
             for _ in 1...4 {
                 statuses.append(try await SourceBoundHTTP.status(port: port, path: "/auth/apple", from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.50")]))
             }
             #expect(statuses == [303, 303, 303, 429])
             #expect(try await SourceBoundHTTP.status(port: port, path: "/auth/apple", from: Self.proxy, headers: [("X-Forwarded-For", "198.51.100.51")]) == 303)
-            let after = try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
+            let after = try await app.database.sessions.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
             #expect(after - before == 4)
         }
     }
@@ -201,10 +201,10 @@ struct SignInStartTests {
                 let response = try await browser.get("/auth/apple", headers: [.secFetchMode: mode])
                 #expect(response.status == .forbidden && response.page == "error")
             }
-            #expect(try await app.database.countPendingAuthorizations(now: now()) == 0)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: now()) == 0)
             #expect(try await browser.get("/auth/apple", headers: [.secFetchMode: "navigate"]).status == .seeOther)
             #expect(try await browser.get("/auth/apple").status == .seeOther)   // older browsers send none
-            #expect(try await app.database.countPendingAuthorizations(now: now()) == 2)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: now()) == 2)
         }
     }
 
@@ -234,11 +234,11 @@ struct SignInStartTests {
                 #expect(refused.status == .forbidden)
                 #expect(refused.text.contains("browser_request"))
             }
-            #expect(try await app.database.countPendingAuthorizations(now: now()) == 0)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: now()) == 0)
             // the app (no Sec-Fetch headers) and this site's own pages still get one
             #expect(try await browser.send("/auth/apple/native/nonce", method: .post, body: nil).status == .ok)
             #expect(try await browser.send("/auth/apple/native/nonce", method: .post, headers: [.secFetchSite: "same-origin"], body: nil).status == .ok)
-            #expect(try await app.database.countPendingAuthorizations(now: now()) == 2)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: now()) == 2)
         }
     }
 
@@ -248,7 +248,7 @@ struct SignInStartTests {
             var started = 0
             for _ in 1...60 where try await browser.get("/auth/apple").status == .seeOther { started += 1 }
             #expect(started == 6)
-            #expect(try await app.database.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 6)
+            #expect(try await app.database.sessions.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970)) == 6)
         }
         #expect(SignInCap.perClientLimit(configured: 300, total: 20_000) == 300)
         #expect(SignInCap.perClientLimit(configured: 300, total: 60) == 6)

@@ -15,7 +15,7 @@ struct RevocationWorkerTests {
             let instance = try #require(instances.first)
             // setup: a deleted account whose revocation Apple takes 30 s to answer
             try await SeveralInstancesTests.seed(instance, apple: apple, prefix: "stop", count: 1)
-            let account = try #require(try await instance.database.user(sub: "stop.0"))
+            let account = try #require(try await instance.database.accounts.user(sub: "stop.0"))
             #expect(try await instance.deleteAccount(account, revoke: true) != nil)
             apple.setBehaviour(.delay(.seconds(30)), for: "/auth/revoke")
             let worker = Task { try await RevocationWorker(dependencies: instance, logger: TestDatabase.quietLogger).run() }
@@ -32,9 +32,9 @@ struct RevocationWorkerTests {
 
             // validate: stopped without waiting for Apple; the item as before the attempt, claimable at once
             #expect(clock.now - stopped < .seconds(20), "the call was abandoned, not waited for")
-            #expect(try await instance.database.revocationCounts() == (1, 0), "pending, not failing")
+            #expect(try await instance.database.outbox.revocationCounts() == (1, 0), "pending, not failing")
             let now = Int64(Date().timeIntervalSince1970)
-            let claimed = try await instance.database.claimDueRevocations(now: now, limit: 5, leaseSeconds: 60, holder: "next")
+            let claimed = try await instance.database.outbox.claimDueRevocations(now: now, limit: 5, leaseSeconds: 60, holder: "next")
             let item = try #require(claimed.first, "due at once, its lease released")
             #expect(claimed.count == 1 && item.attempts == 0 && item.lastError == nil)
             #expect(Self.attempts(instance.metrics, result: "interrupted") == 1)

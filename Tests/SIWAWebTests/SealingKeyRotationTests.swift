@@ -51,9 +51,9 @@ struct SealingKeyRotationTests {
                 for (index, instance) in running.enumerated() {
                     try await SeveralInstancesTests.seed(instance, apple: apple, prefix: "before-\(index)", count: 2)
                 }
-                #expect(try await test.db.sealingKey() == SealingKeyRecord(fingerprint: SealingKeyFingerprint.of(old), targetFingerprint: nil,
-                                                                           recordedAt: try #require(try await test.db.sealingKey()).recordedAt,
-                                                                           updatedAt: try #require(try await test.db.sealingKey()).updatedAt))
+                #expect(try await test.db.operations.sealingKey() == SealingKeyRecord(fingerprint: SealingKeyFingerprint.of(old), targetFingerprint: nil,
+                                                                           recordedAt: try #require(try await test.db.operations.sealingKey()).recordedAt,
+                                                                           updatedAt: try #require(try await test.db.operations.sealingKey()).updatedAt))
                 let changed = Self.keyed(base, new, previous: old)
                 // (a new key with the old one as previous is accepted by `serve`: it starts the change)
                 for configuration in [Self.keyed(base, typo, previous: nil), Self.keyed(base, new, previous: nil), Self.keyed(base, typo, previous: new)] {
@@ -68,20 +68,20 @@ struct SealingKeyRotationTests {
                     await Self.stop(running[index])
                     running[index] = try await Self.start(Self.keyed(base, old, previous: new), test)
                 }
-                #expect(try await test.db.sealingKey()?.targetFingerprint == nil)
+                #expect(try await test.db.operations.sealingKey()?.targetFingerprint == nil)
 
                 // 3. a rolling restart with the new key and the old one as previous; people sign in and delete
                 //    their accounts on either side of it
                 for index in running.indices {
                     await Self.stop(running[index])
                     running[index] = try await Self.start(changed, test)
-                    #expect(try await test.db.sealingKey()?.targetFingerprint == SealingKeyFingerprint.of(new))
+                    #expect(try await test.db.operations.sealingKey()?.targetFingerprint == SealingKeyFingerprint.of(new))
                     try await SeveralInstancesTests.seed(running[index], apple: apple, prefix: "during-\(index)", count: 2)
                     // an instance not yet restarted deletes someone a restarted one signed in, and the other way round
                     let other = running[(index + 1) % running.count]
-                    let signedInHere = try #require(try await test.db.user(sub: "during-\(index).0"))
+                    let signedInHere = try #require(try await test.db.accounts.user(sub: "during-\(index).0"))
                     #expect(try await other.deleteAccount(signedInHere, revoke: true)?.revocationsQueued == 1)
-                    let signedInBefore = try #require(try await test.db.user(sub: "before-\(index).0"))
+                    let signedInBefore = try #require(try await test.db.accounts.user(sub: "before-\(index).0"))
                     #expect(try await running[index].deleteAccount(signedInBefore, revoke: true)?.revocationsQueued == 1)
                     // from the first restart on, only that pair starts: the old key alone, the new one alone, a typo
                     for configuration in [base, Self.keyed(base, new, previous: nil), Self.keyed(base, typo, previous: old),
@@ -101,8 +101,8 @@ struct SealingKeyRotationTests {
                 let report = try await admin.reseal()
                 await admin.close()
                 #expect(report.unreadable == 0 && report.resealed > 0, "\(report)")
-                #expect(try await test.db.sealingKey()?.fingerprint == SealingKeyFingerprint.of(new))
-                #expect(try await test.db.sealingKey()?.targetFingerprint == nil)
+                #expect(try await test.db.operations.sealingKey()?.fingerprint == SealingKeyFingerprint.of(new))
+                #expect(try await test.db.operations.sealingKey()?.targetFingerprint == nil)
                 let census = try await TokenKeyChangeTests.census(test.db, keys: [new])
                 #expect(!census.isEmpty && census.allSatisfy { $0.1 == 0 }, "every stored secret opens with the new key alone")
 
@@ -113,7 +113,7 @@ struct SealingKeyRotationTests {
                 }
                 await #expect(throws: SiteFailure.self) { try await Self.start(base, test) }
                 for instance in running {
-                    let person = try #require(try await test.db.user(sub: "during-\(running.firstIndex { $0.instanceID == instance.instanceID }!).1"))
+                    let person = try #require(try await test.db.accounts.user(sub: "during-\(running.firstIndex { $0.instanceID == instance.instanceID }!).1"))
                     #expect(try await instance.deleteAccount(person, revoke: true)?.revocationsQueued == 1)
                 }
                 for instance in running { await Self.stop(instance) }

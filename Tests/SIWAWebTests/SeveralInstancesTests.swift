@@ -118,7 +118,7 @@ struct SeveralInstancesTests {
             let start = Int64(Date().timeIntervalSince1970) + 2 * 86_400
             // setup: instance 0 claims a batch and is killed before checking anyone (the state kill -9
             // leaves: claims in the database, nobody to finish them)
-            let orphaned = try await instances[0].database.claimUsersForConsentCheck(
+            let orphaned = try await instances[0].database.apple.claimUsersForConsentCheck(
                 before: start - 86_400, now: start, claimUntil: start + 60, limit: 5, holder: "dead")
             #expect(orphaned.count == 5)
 
@@ -134,7 +134,7 @@ struct SeveralInstancesTests {
             let calls = await Self.callsPerToken(apple)
             #expect(calls.count == 12 && calls.values.allSatisfy { $0 == 1 }, "\(calls)")
             for (account, _) in orphaned {
-                #expect(try await instances[1].database.user(sub: account.appleSub)?.consentCheckedAt != nil)
+                #expect(try await instances[1].database.accounts.user(sub: account.appleSub)?.consentCheckedAt != nil)
             }
         }
     }
@@ -177,7 +177,7 @@ struct SeveralInstancesTests {
             // again, the at-least-once window, which is not what this test is about.)
             try await Self.seed(instances[0], apple: apple, prefix: "rv", count: 16)
             for index in 0..<16 {
-                let account = try #require(try await instances[0].database.user(sub: "rv.\(index)"))
+                let account = try #require(try await instances[0].database.accounts.user(sub: "rv.\(index)"))
                 try await instances[0].deleteAccount(account, revoke: true)
             }
             apple.setBehaviour(.delay(.milliseconds(500)), for: "/auth/revoke")
@@ -186,14 +186,14 @@ struct SeveralInstancesTests {
             // MUT: the three workers, each looking again every 200 ms, until nothing is pending
             let finished = try await Self.untilDone(instances, limit: .seconds(60), round: { instance in
                 await RevocationWorker(dependencies: instance, logger: TestDatabase.quietLogger).runOnce()
-            }, done: { try await database.revocationCounts().pending == 0 })
+            }, done: { try await database.outbox.revocationCounts().pending == 0 })
 
             // validate: each token sent once, all recorded; another worker took over the leases that ran out
             let accepted = try #require(finished, "not done within the minute")
             #expect(accepted.reduce(0, +) == 16 && accepted.filter { $0 > 0 }.count >= 2, "\(accepted)")
             let sent = apple.requests(to: "/auth/revoke").reduce(into: [String: Int]()) { $0[$1["token"] ?? "", default: 0] += 1 }
             #expect(sent.count == 16 && sent.values.allSatisfy { $0 == 1 }, "\(sent)")
-            #expect(try await database.revocationCounts() == (0, 0))
+            #expect(try await database.outbox.revocationCounts() == (0, 0))
         }
     }
 
@@ -215,7 +215,7 @@ struct SeveralInstancesTests {
             let finished = try await Self.untilDone(instances, limit: .seconds(60), round: { [configuration] instance in
                 await ConsentCheckService(dependencies: instance, logger: TestDatabase.quietLogger, configuration: configuration,
                                           now: clock).runOnce().valid
-            }, done: { try await database.usersDueForConsentCheck(before: clock() - 86_400, limit: 100).isEmpty })
+            }, done: { try await database.apple.usersDueForConsentCheck(before: clock() - 86_400, limit: 100).isEmpty })
 
             // validate
             #expect(configuration.claimLease == 5 && configuration.batchSize >= 16)

@@ -11,8 +11,8 @@ import Testing
 extension TestApp {
     /// The account of `sub` and its one Apple token.
     func accountAndToken(sub: String) async throws -> (UserAccount, AppleTokenRecord) {
-        let account = try #require(try await database.user(sub: sub))
-        let tokens = try await database.appleTokens(userID: account.id)
+        let account = try #require(try await database.accounts.user(sub: sub))
+        let tokens = try await database.apple.appleTokens(userID: account.id)
         #expect(tokens.count == 1)
         return (account, try #require(tokens.first))
     }
@@ -50,12 +50,12 @@ struct StoredTokenTests {
             let (b, bToken) = try await app.accountAndToken(sub: "st.b")
             let aPlain = try app.dependencies.cipher.open(aToken.refreshToken, from: .account(userID: a.id, clientID: aToken.clientID))
             let bRow = SealedToken(place: .account(userID: b.id, clientID: bToken.clientID), ciphertext: bToken.refreshToken)
-            #expect(try await app.database.replaceSealedToken(bRow, with: aToken.refreshToken))
+            #expect(try await app.database.apple.replaceSealedToken(bRow, with: aToken.refreshToken))
 
             // MUT: the daily consent check (the stand-in answers invalid_grant), then b deletes the account
             let result = await app.consentCheck().runOnce()
             await #expect(throws: UnreadableAppleTokens(count: 1)) { try await app.dependencies.deleteAccount(b, revoke: true) }
-            #expect(try await app.database.user(id: b.id) != nil, "a token that does not open stops the deletion (SPEC §14)")
+            #expect(try await app.database.accounts.user(id: b.id) != nil, "a token that does not open stops the deletion (SPEC §14)")
             // the operator's explicit choice: deleted, the token that does not open counted and never sent
             #expect(try await app.dependencies.deleteAccount(b, revoke: true, droppingUnreadable: true)
                     == AccountDeletion(revocationsQueued: 0, unreadableDropped: 1))
@@ -64,7 +64,7 @@ struct StoredTokenTests {
             #expect(await app.refreshRequests().compactMap { $0["refresh_token"] } == [aPlain])
             #expect(result.revoked == 1 && result.deferred == 1)
             #expect(try await app.revokeRequests(atLeast: 1, within: 1).isEmpty, "b's deletion revoked a's token")
-            #expect(try await app.database.revocationCounts().pending == 0)
+            #expect(try await app.database.outbox.revocationCounts().pending == 0)
         }
     }
 
@@ -77,7 +77,7 @@ struct StoredTokenTests {
             let (account, token) = try await app.accountAndToken(sub: "st.unreadable")
             let place = SealedTokenPlace.account(userID: account.id, clientID: token.clientID)
             let stranger = TokenCipher(key: AESGCMKey.generate())
-            #expect(try await app.database.replaceSealedToken(SealedToken(place: place, ciphertext: token.refreshToken),
+            #expect(try await app.database.apple.replaceSealedToken(SealedToken(place: place, ciphertext: token.refreshToken),
                                                               with: try stranger.seal("lost", for: place)))
             let session = try #require(browser.cookie("__Host-siwa_session"))
 
@@ -86,20 +86,20 @@ struct StoredTokenTests {
             // validate: the error page, with the count; nothing deleted, still signed in
             #expect(page.status == .serviceUnavailable && page.page == "error", "\(page.status)")
             #expect(page.text.contains("1 of the Apple sign-in grant kept for your account"), "\(page.text)")
-            #expect(try await app.database.user(id: account.id) != nil)
-            #expect(try await app.database.revocationCounts().pending == 0)
+            #expect(try await app.database.accounts.user(id: account.id) != nil)
+            #expect(try await app.database.outbox.revocationCounts().pending == 0)
             #expect(try await browser.get("/account").status == .ok)
 
             // MUT: the API's delete, with an app bearer for the same person
             let bearer = SecureRandom.token(byteCount: 32)
             let now = Int64(Date().timeIntervalSince1970)
-            try await app.database.createSession(SessionRecord(tokenHash: BearerSecret.hash(bearer), userID: account.id, kind: .api,
+            try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(bearer), userID: account.id, kind: .api,
                                                                createdAt: now, expiresAt: now + 3_600, lastSeenAt: now))
             let api = try await browser.fresh().send("/api/me", method: .delete, headers: [.authorization: "Bearer \(bearer)"], body: nil)
             #expect(api.status == .serviceUnavailable)
             #expect(try api.json()["error"] as? String == "unreadable_tokens")
             #expect((try api.json()["message"] as? String)?.contains("1 of the Apple sign-in grant") == true, "\(api.text)")
-            #expect(try await app.database.user(id: account.id) != nil && !session.isEmpty)
+            #expect(try await app.database.accounts.user(id: account.id) != nil && !session.isEmpty)
         }
     }
 
@@ -111,15 +111,15 @@ struct StoredTokenTests {
             let (account, token) = try await app.accountAndToken(sub: "st.legacy")
             let accountPlace = SealedTokenPlace.account(userID: account.id, clientID: token.clientID)
             let oldAccount = try app.legacySealed("refresh-legacy-account")
-            #expect(try await app.database.replaceSealedToken(SealedToken(place: accountPlace, ciphertext: token.refreshToken), with: oldAccount))
+            #expect(try await app.database.apple.replaceSealedToken(SealedToken(place: accountPlace, ciphertext: token.refreshToken), with: oldAccount))
             let now = app.dependencies.now()
             for (hash, sealed) in [("ph-legacy", try app.legacySealed("refresh-legacy-profile")), ("ph-garbage", Base64.encode(SecureRandom.bytes(count: 40)))] {
-                try await app.database.savePendingProfile(PendingProfile(
+                try await app.database.accounts.savePendingProfile(PendingProfile(
                     tokenHash: hash, appleSub: "st.pending", email: nil, emailVerified: false, isPrivateEmail: false,
                     clientID: TestApp.clientID, refreshToken: sealed, createdAt: now, expiresAt: now + 600))
             }
             // due in an hour, so the running worker leaves it alone during the test
-            try await app.database.enqueueRevocation(RevocationItem(
+            try await app.database.outbox.enqueueRevocation(RevocationItem(
                 id: "legacy-item", clientID: TestApp.clientID, token: try app.legacySealed("refresh-legacy-outbox"),
                 tokenTypeHint: "refresh_token", createdAt: now, nextAttemptAt: now + 3_600))
             let cipher = app.dependencies.cipher
@@ -132,12 +132,12 @@ struct StoredTokenTests {
 
             // validate
             #expect(report == ResealReport(resealed: 3, undecryptable: 1, changedMeanwhile: 0))
-            let resealed = try #require(try await app.database.appleTokens(userID: account.id).first)
+            let resealed = try #require(try await app.database.apple.appleTokens(userID: account.id).first)
             #expect(resealed.refreshToken.hasPrefix(TokenCipher.prefix))
             #expect(try cipher.open(resealed.refreshToken, from: accountPlace) == "refresh-legacy-account")
-            let profile = try #require(try await app.database.takePendingProfile(tokenHash: "ph-legacy", now: now))
+            let profile = try #require(try await app.database.accounts.takePendingProfile(tokenHash: "ph-legacy", now: now))
             #expect(try cipher.open(try #require(profile.refreshToken), from: .pendingProfile(tokenHash: "ph-legacy")) == "refresh-legacy-profile")
-            let item = try #require(try await app.database.revocation(id: "legacy-item"))
+            let item = try #require(try await app.database.outbox.revocation(id: "legacy-item"))
             #expect(try cipher.open(item.token, from: .revocation(id: "legacy-item")) == "refresh-legacy-outbox")
             // the re-sealed account token is what the consent check sends to Apple
             _ = await app.consentCheck().runOnce()
@@ -186,7 +186,7 @@ struct StoredTokenTests {
                 Issue.record("the app sign-in did not complete")
                 return
             }
-            #expect(try await app.database.appleTokens(userID: account.id).map(\.clientID) == [TestApp.nativeClientID, TestApp.clientID])
+            #expect(try await app.database.apple.appleTokens(userID: account.id).map(\.clientID) == [TestApp.nativeClientID, TestApp.clientID])
 
             // MUT
             let csrf = try await app.csrf(browser)
@@ -209,7 +209,7 @@ struct StoredTokenTests {
                                            clientID: TestApp.nativeClientID, refreshToken: "refresh-app-check",
                                            givenName: nil, familyName: nil)
             _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
-            let account = try #require(try await app.database.user(sub: "st.check"))
+            let account = try #require(try await app.database.accounts.user(sub: "st.check"))
 
             // MUT: the stand-in refuses both (invalid_grant): consent is gone
             let result = await app.consentCheck().runOnce()
@@ -217,7 +217,7 @@ struct StoredTokenTests {
             // validate
             #expect(result.revoked == 1 && result.valid == 0 && result.deferred == 0)
             #expect(await app.refreshRequests().compactMap { $0["client_id"] }.sorted() == [TestApp.nativeClientID, TestApp.clientID])
-            #expect(try await app.database.appleTokens(userID: account.id).isEmpty)
+            #expect(try await app.database.apple.appleTokens(userID: account.id).isEmpty)
             #expect(try await app.isSignedIn(browser) == false)
         }
     }
@@ -242,9 +242,9 @@ struct StoredTokenTests {
             // validate
             #expect(result.valid == 1 && result.revoked == 0 && result.deferred == 0)
             #expect(await app.refreshRequests().count == 2)
-            #expect(try await app.database.appleTokens(userID: account.id).map(\.clientID) == [TestApp.clientID])
+            #expect(try await app.database.apple.appleTokens(userID: account.id).map(\.clientID) == [TestApp.clientID])
             #expect(try await app.isSignedIn(browser))
-            #expect(try await app.database.user(id: account.id)?.consentCheckedAt != nil)
+            #expect(try await app.database.accounts.user(id: account.id)?.consentCheckedAt != nil)
         }
     }
 

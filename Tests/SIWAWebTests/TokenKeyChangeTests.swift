@@ -15,7 +15,7 @@ struct TokenKeyChangeTests {
     static func census(_ database: SIWADatabase, keys: [AESGCMKey]) async throws -> [(SealedToken, Int?)] {
         var found: [(SealedToken, Int?)] = []
         for table in SealedTokenTable.allCases {
-            for token in try await database.sealedTokens(in: table, after: nil, limit: 10_000) {
+            for token in try await database.apple.sealedTokens(in: table, after: nil, limit: 10_000) {
                 let index = keys.indices.first { (try? TokenCipher(key: keys[$0]).open(token.ciphertext, from: token.place)) != nil }
                 found.append((token, index))
             }
@@ -40,17 +40,17 @@ struct TokenKeyChangeTests {
             let (legacy, legacyToken) = try await app.accountAndToken(sub: "kc.legacy")
             let legacyPlace = SealedTokenPlace.account(userID: legacy.id, clientID: legacyToken.clientID)
             let legacyPlain = try old.open(legacyToken.refreshToken, from: legacyPlace)
-            #expect(try await app.database.replaceSealedToken(SealedToken(place: legacyPlace, ciphertext: legacyToken.refreshToken),
+            #expect(try await app.database.apple.replaceSealedToken(SealedToken(place: legacyPlace, ciphertext: legacyToken.refreshToken),
                                                               with: try app.legacySealed(legacyPlain)))
             let now = Int64(Date().timeIntervalSince1970)
             let profileHash = BearerSecret.hash(BearerSecret.generate())
-            try await app.database.savePendingProfile(PendingProfile(
+            try await app.database.accounts.savePendingProfile(PendingProfile(
                 tokenHash: profileHash, appleSub: "kc.profile", email: nil, emailVerified: false, isPrivateEmail: false,
                 clientID: TestApp.clientID, refreshToken: try old.seal("rt-profile", for: .pendingProfile(tokenHash: profileHash)),
                 createdAt: now, expiresAt: now + 600))
             let (held, foreign) = (UUID().uuidString, UUID().uuidString)
             for (id, cipher) in [(held, old), (foreign, TokenCipher(key: strangerKey))] {
-                try await app.database.enqueueRevocation(RevocationItem(
+                try await app.database.outbox.enqueueRevocation(RevocationItem(
                     id: id, clientID: TestApp.clientID, token: try cipher.seal("rt-\(id)", for: .revocation(id: id)),
                     tokenTypeHint: "refresh_token", createdAt: now, nextAttemptAt: now + 3600))
             }
@@ -102,21 +102,21 @@ struct TokenKeyChangeTests {
                 try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
                                                 overrides: SiteOverrides(database: app.database))
             }
-            #expect(try await app.database.sealingKey()?.fingerprint == SealingKeyFingerprint.of(oldKey))
+            #expect(try await app.database.operations.sealingKey()?.fingerprint == SealingKeyFingerprint.of(oldKey))
             #expect(try await restarted.finishSealingKeyRotation(after: report) == false)
             // the foreign item done (Apple accepted it): nothing unreadable is left, and a clean pass finishes the change
-            let claimed = try await app.database.claimDueRevocations(now: now + 7_200, limit: 10, leaseSeconds: 60, holder: "test")
-            #expect(try await app.database.completeRevocation(id: foreign, holder: "test", now: now))
+            let claimed = try await app.database.outbox.claimDueRevocations(now: now + 7_200, limit: 10, leaseSeconds: 60, holder: "test")
+            #expect(try await app.database.outbox.completeRevocation(id: foreign, holder: "test", now: now))
             for item in claimed where item.id != foreign {
-                _ = try await app.database.failRevocation(id: item.id, holder: "test", error: "held", nextAttemptAt: now + 3_600)
+                _ = try await app.database.outbox.failRevocation(id: item.id, holder: "test", error: "held", nextAttemptAt: now + 3_600)
             }
             let clean = try await restarted.resealStoredSecrets()
             #expect(clean == KeyChangeReport(resealed: 0, alreadyCurrent: 7, unreadable: 0))
             #expect(try await restarted.finishSealingKeyRotation(after: clean))
-            #expect(try await app.database.sealingKey() == SealingKeyRecord(
+            #expect(try await app.database.operations.sealingKey() == SealingKeyRecord(
                 fingerprint: SealingKeyFingerprint.of(newKey), targetFingerprint: nil,
-                recordedAt: try #require(try await app.database.sealingKey()).recordedAt,
-                updatedAt: try #require(try await app.database.sealingKey()).updatedAt))
+                recordedAt: try #require(try await app.database.operations.sealingKey()).recordedAt,
+                updatedAt: try #require(try await app.database.operations.sealingKey()).updatedAt))
             // the site reads everything with the new key alone, the OpenID key signs from the database
             let settled = try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
                                                           overrides: SiteOverrides(database: app.database))
@@ -135,14 +135,14 @@ struct TokenKeyChangeTests {
             try await app.signIn(browser, sub: "cas.a")
             let (account, token) = try await app.accountAndToken(sub: "cas.a")
             let place = SealedTokenPlace.account(userID: account.id, clientID: token.clientID)
-            let read = try #require(try await app.database.sealedTokens(in: .appleTokens, after: nil, limit: 10).first)
+            let read = try #require(try await app.database.apple.sealedTokens(in: .appleTokens, after: nil, limit: 10).first)
             // a sign-in rewrites the row (with the new key) after reseal read it
             try await app.signIn(browser.fresh(), sub: "cas.a")
             let rewritten = try #require(try await Self.ciphertext(app.database, place))
             #expect(rewritten != read.ciphertext)
             // MUT: reseal's write of what it read
             let cipher = TokenCipher(key: newKey, previousKey: oldKey)
-            let replaced = try await app.database.replaceSealedToken(read, with: try cipher.seal("stale", for: place))
+            let replaced = try await app.database.apple.replaceSealedToken(read, with: try cipher.seal("stale", for: place))
             // validate
             #expect(!replaced)
             #expect(try await Self.ciphertext(app.database, place) == rewritten)
@@ -151,7 +151,7 @@ struct TokenKeyChangeTests {
 
     static func ciphertext(_ database: SIWADatabase, _ place: SealedTokenPlace) async throws -> String? {
         for table in SealedTokenTable.allCases {
-            if let token = try await database.sealedTokens(in: table, after: nil, limit: 10_000).first(where: { $0.place == place }) {
+            if let token = try await database.apple.sealedTokens(in: table, after: nil, limit: 10_000).first(where: { $0.place == place }) {
                 return token.ciphertext
             }
         }

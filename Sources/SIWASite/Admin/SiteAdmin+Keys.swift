@@ -113,7 +113,7 @@ extension SiteAdmin {
         guard let ring = dependencies.oidcKeys else { return nil }
         let time = dependencies.now()
         let signer = try await ring.keySet().signer(at: time).kid
-        return OIDCKeyStatuses(signer: signer, keys: OIDCKeyStatus.of(try await database.oidcSigningKeys(), signer: signer, at: time))
+        return OIDCKeyStatuses(signer: signer, keys: OIDCKeyStatus.of(try await database.oidc.oidcSigningKeys(), signer: signer, at: time))
     }
 }
 

@@ -109,7 +109,7 @@ public struct SiteAdmin: Sendable {
                              audit: Logger, database: SIWADatabase) async throws {
         let words = [action, account.map { "user=\(LogSafe.text($0))" }, detail.isEmpty ? nil : detail].compactMap { $0 }
         audit.notice("admin: \(words.joined(separator: " "))", metadata: ["by": .string(LogSafe.text(actor.user)), "host": .string(LogSafe.text(actor.host))])
-        try await database.recordAdminAction(AdminAuditEntry(at: time, action: action, accountID: account, actor: actor.user,
+        try await database.operations.recordAdminAction(AdminAuditEntry(at: time, action: action, accountID: account, actor: actor.user,
                                                              host: actor.host, detail: detail))
     }
 
@@ -123,11 +123,11 @@ public struct SiteAdmin: Sendable {
         let by: String
         switch query {
         case .email(let email):
-            (found, by) = (try await database.accounts(email: email), "email")
+            (found, by) = (try await database.operations.accounts(email: email), "email")
         case .sub(let sub):
-            (found, by) = (try await database.user(sub: sub).map { [$0] } ?? [], "sub")
+            (found, by) = (try await database.accounts.user(sub: sub).map { [$0] } ?? [], "sub")
         case .id(let id):
-            (found, by) = (try await database.user(id: id).map { [$0] } ?? [], "id")
+            (found, by) = (try await database.accounts.user(id: id).map { [$0] } ?? [], "id")
         }
         record("people find by=\(by) user=\(found.isEmpty ? "none" : found.map(\.id).joined(separator: ","))")
         return found
@@ -135,7 +135,7 @@ public struct SiteAdmin: Sendable {
 
     /// Everything stored about the person (for `people show` and `people export`); nil when there is no account.
     public func person(id: String, action: String) async throws -> PersonRecord? {
-        let record = try await database.personRecord(userID: id)
+        let record = try await database.operations.personRecord(userID: id)
         self.record("people \(action) user=\(LogSafe.text(id))\(record == nil ? " result=not-found" : "")")
         return record
     }
@@ -147,7 +147,7 @@ public struct SiteAdmin: Sendable {
     /// Tokens that do not open refuse the deletion (a ``SiteFailure`` with their count, nothing deleted, recorded
     /// as refused) unless `droppingUnreadable`, when they are deleted unrevoked and the count is recorded.
     public func deletePerson(id: String, droppingUnreadable: Bool = false) async throws -> AccountDeletion? {
-        guard let account = try await database.user(id: id) else {
+        guard let account = try await database.accounts.user(id: id) else {
             try await recordAction("people delete", account: id, detail: "result=not-found")
             return nil
         }
@@ -170,7 +170,7 @@ public struct SiteAdmin: Sendable {
     /// Signs the person out everywhere (web sessions, app bearers, OpenID access tokens and unused codes).
     /// Nil when there is no such account.
     public func revokeSessions(id: String) async throws -> SignedOutEverywhere? {
-        let ended = try await database.signOutEverywhere(userID: id)
+        let ended = try await database.sessions.signOutEverywhere(userID: id)
         if let ended {
             try await recordAction("sessions revoke", account: id, detail: "web=\(ended.webSessions) app=\(ended.appSessions) "
                                    + "oidc_tokens=\(ended.oidcAccessTokens) oidc_codes=\(ended.oidcCodes)")
@@ -184,7 +184,7 @@ public struct SiteAdmin: Sendable {
 
     /// The revocations Apple has not accepted yet.
     public func outbox() async throws -> [OutboxEntry] {
-        let entries = try await database.pendingRevocations()
+        let entries = try await database.outbox.pendingRevocations()
         record("outbox list pending=\(entries.count)")
         return entries
     }
@@ -192,7 +192,7 @@ public struct SiteAdmin: Sendable {
     /// Makes the items waiting for a later attempt due now (all, or `id`); the serving instances' workers send
     /// them at their next poll. Returns the ids changed.
     public func retryOutbox(id: String? = nil) async throws -> [String] {
-        let ids = try await database.retryRevocationsNow(now: now(), id: id)
+        let ids = try await database.outbox.retryRevocationsNow(now: now(), id: id)
         try await recordAction("outbox retry", detail: (id.map { "item=\(LogSafe.text($0)) " } ?? "") + "due_now=\(ids.count)")
         return ids
     }
@@ -201,7 +201,7 @@ public struct SiteAdmin: Sendable {
 
     /// `siwa admin audit`: what operators did, newest first (all, or one account's).
     public func auditEntries(account: String? = nil, limit: Int = 100) async throws -> [AdminAuditEntry] {
-        let entries = try await database.adminAudit(accountID: account, limit: limit)
+        let entries = try await database.operations.adminAudit(accountID: account, limit: limit)
         record("audit" + (account.map { " user=\(LogSafe.text($0))" } ?? "") + " count=\(entries.count)")
         return entries
     }
@@ -239,7 +239,7 @@ extension SiteAdmin {
             throw SiteFailure("database error: DATABASE_URL (\(configuration.databaseURL.redactedDescription)): \(error)")
         }
         do {
-            let report = try await database.backup(to: path, overwrite: overwrite)
+            let report = try await database.backups.backup(to: path, overwrite: overwrite)
             // Recorded in the database it copied (migrated by the instances; a database never served has no
             // audit table yet, and the log line stands alone).
             do {

@@ -115,7 +115,7 @@ public enum SiteSettings {
     static let gatewaySessionCache = Setting<Int>(
         "GATEWAY_SESSION_CACHE", flag: "gateway-session-cache",
         meaning: "sessions `/oauth2/auth` keeps in memory, each for at most a second (a sign-out or deletion empties it at once, on PostgreSQL on every instance); `0` = off",
-        default: SIWADatabase.defaultGatewaySessionCacheCapacity, defaultText: "`10000`",
+        default: SIWAConfiguration.defaultGatewaySessionCache, defaultText: "`10000`",
         parse: Parse.wholeNumber(in: 0...10_000_000, "must be a number of sessions from 0 to 10000000"),
         summary: { String($0.gatewaySessionCache) })
     static let resourcesDirectory = Setting<String>(

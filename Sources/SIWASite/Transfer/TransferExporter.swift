@@ -33,7 +33,7 @@ public struct TransferExporter: Sendable {
     /// Asks Apple for every account's `transfer_sub`, at most `concurrency` calls at a time, and hands each
     /// mapping row to `write` as it arrives.
     public func run(write: @escaping (TransferMappingRow) throws -> Void) async throws -> Report {
-        let progress = TransferProgress(label: "exported", total: try await database.accountCount(), quiet: quiet)
+        let progress = TransferProgress(label: "exported", total: try await database.operations.accountCount(), quiet: quiet)
         _ = try await session.accessToken()
         var report = Report()
         var after: String?
@@ -54,7 +54,7 @@ public struct TransferExporter: Sendable {
                 }
             }
             while true {
-                let page = try await database.transferAccounts(after: after, limit: pageSize)
+                let page = try await database.operations.transferAccounts(after: after, limit: pageSize)
                 guard let last = page.last else { break }
                 after = last.userID
                 for account in page {

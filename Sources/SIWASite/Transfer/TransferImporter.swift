@@ -74,7 +74,7 @@ public struct TransferImporter: Sendable {
     }
 
     private func importRow(_ row: TransferMappingRow) async throws -> Outcome {
-        guard let account = try await database.user(id: row.userID) else { return .notFound }
+        guard let account = try await database.accounts.user(id: row.userID) else { return .notFound }
         guard account.appleSub == row.sub || account.appleSub == row.transferSub else { return .alreadyImported }
         let newSub: String
         do {
@@ -82,13 +82,13 @@ public struct TransferImporter: Sendable {
                 try await session.apple.sub(forTransferSub: row.transferSub, clientID: clientID, accessToken: accessToken)
             }
         } catch let error as AppleAPIError {
-            switch try await database.moveAccount(userID: row.userID, from: [row.sub], to: row.transferSub, now: now()) {
+            switch try await database.operations.moveAccount(userID: row.userID, from: [row.sub], to: row.transferSub, now: now()) {
             case .moved, .alreadyMoved, .unexpectedSub: return .parked(error.description)
             case .notFound: return .notFound
             case .conflict(let other): return .conflict("\(error); and account \(other) already has its transfer_sub")
             }
         }
-        switch try await database.moveAccount(userID: row.userID, from: [row.sub, row.transferSub], to: newSub, now: now()) {
+        switch try await database.operations.moveAccount(userID: row.userID, from: [row.sub, row.transferSub], to: newSub, now: now()) {
         case .moved: return .moved
         case .alreadyMoved, .unexpectedSub: return .alreadyImported
         case .notFound: return .notFound

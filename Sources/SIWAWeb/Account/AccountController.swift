@@ -51,7 +51,7 @@ struct AccountController: Sendable {
             return signedOutRedirect(location)
         }
         guard dependencies.csrf.isValid(form.csrf, for: session.tokenHash) else { throw WebError.csrf }
-        try await dependencies.database.deleteSession(tokenHash: session.tokenHash)
+        try await dependencies.database.sessions.deleteSession(tokenHash: session.tokenHash)
         context.logger.info("signed out", metadata: ["user": .string(session.account.id)])
         return signedOutRedirect(location)
     }

@@ -54,7 +54,7 @@ extension SIWADependencies {
     func webSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
         guard let token = sessionCookieToken(in: request.headers[values: .cookie]) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.session(tokenHash: hash, now: now(), touch: touch), record.kind == .web else { return nil }
+        guard let (record, account) = try await database.sessions.session(tokenHash: hash, now: now(), touch: touch), record.kind == .web else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 
@@ -63,12 +63,12 @@ extension SIWADependencies {
     func apiSession(for request: Request) async throws -> SignedInSession? {
         guard case .token(let token) = PresentedBearer(request.headers) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.session(tokenHash: hash, now: now()), record.kind == .api else { return nil }
+        guard let (record, account) = try await database.sessions.session(tokenHash: hash, now: now()), record.kind == .api else { return nil }
         return SignedInSession(tokenHash: hash, record: record, account: account)
     }
 
     /// The gateway's view of a request, read-only (no write; answered from the in-process session cache
-    /// when it can be, `SIWADatabase.gatewaySession`). A request carrying `Authorization: Bearer` is judged
+    /// when it can be, ``GatewaySessionCache``). A request carrying `Authorization: Bearer` is judged
     /// by that token alone: a present but invalid bearer is refused even beside a valid cookie, so an app
     /// never acts as whoever's browser cookie happens to come along. Any other `Authorization` scheme (e.g.
     /// the app's own `Basic`) is not siwa's and leaves the cookie to decide.
@@ -80,7 +80,7 @@ extension SIWADependencies {
             return .anonymous
         case let .token(token, kind):
             let hash = BearerSecret.hash(token)
-            guard let (record, account) = try await database.gatewaySession(tokenHash: hash, now: now()), record.kind == kind else {
+            guard let (record, account) = try await gatewayCache.session(tokenHash: hash, now: now()), record.kind == kind else {
                 return kind == .api ? .refusedBearer : .anonymous
             }
             return .signedIn(SignedInSession(tokenHash: hash, record: record, account: account))
@@ -91,9 +91,9 @@ extension SIWADependencies {
     /// (the check answered on the event loop, ``GatewayCheckOnLoop``), from the values of the request's
     /// `Authorization` and `Cookie` fields: the signed-in session, or nil for every other case, which the
     /// route then decides.
-    func cachedGatewaySession(authorization: [String], cookies cookieHeaders: [String]) -> CachedSession? {
+    func cachedGatewaySession(authorization: [String], cookies cookieHeaders: [String]) -> GatewaySession? {
         guard case let .token(token, kind) = presentedSession(authorization: authorization, cookies: cookieHeaders),
-              let entry = database.cachedGatewaySession(tokenHash: BearerSecret.hash(token), now: now()), entry.session.kind == kind
+              case .hit(let entry) = gatewayCache.lookup(BearerSecret.hash(token), now: now()), entry.session.kind == kind
         else { return nil }
         return entry
     }

@@ -79,7 +79,7 @@ struct CallbackController: Sendable {
         if let appleError = form.error {
             var returnTo: String?
             if let state = form.state, Self.isPlausible(state) {
-                returnTo = try await database.consumePendingAuthorization(state: state, now: dependencies.now())?.returnTo
+                returnTo = try await database.sessions.consumePendingAuthorization(state: state, now: dependencies.now())?.returnTo
             }
             dependencies.metrics.signIn("cancelled")
             // Anyone can post this field (newlines included): escaped and cut before it reaches the log.
@@ -100,7 +100,7 @@ struct CallbackController: Sendable {
                                       hint: "Start again from this site's sign-in page.")
         }
         let now = dependencies.now()
-        guard let pending = try await database.consumePendingAuthorization(state: state, now: now) else {
+        guard let pending = try await database.sessions.consumePendingAuthorization(state: state, now: now) else {
             throw WebError.badRequest("unknown_state", "This sign-in attempt is unknown or was already used.",
                                       hint: "Start again from this site's sign-in page.")
         }
@@ -193,7 +193,7 @@ struct CallbackController: Sendable {
             let token = BearerSecret.generate()
             let hash = BearerSecret.hash(token)
             let now = dependencies.now()
-            try await dependencies.database.savePendingProfile(PendingProfile(
+            try await dependencies.database.accounts.savePendingProfile(PendingProfile(
                 tokenHash: hash, appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
                 isPrivateEmail: signIn.isPrivateEmail, clientID: signIn.clientID,
                 refreshToken: try signIn.refreshToken.map { try dependencies.cipher.seal($0, for: .pendingProfile(tokenHash: hash)) },
@@ -232,7 +232,7 @@ struct CallbackController: Sendable {
         guard given != nil || family != nil else {
             return profilePage(csrf: form.csrf ?? "", email: nil, problem: "Please enter your name.", status: .unprocessableContent)
         }
-        guard let pending = try await dependencies.database.takePendingProfile(tokenHash: hash, now: dependencies.now()) else { throw expired }
+        guard let pending = try await dependencies.database.accounts.takePendingProfile(tokenHash: hash, now: dependencies.now()) else { throw expired }
         try await dependencies.saveUserInfo(sub: pending.appleSub, givenName: given, familyName: family, email: pending.email,
                                             rawJSON: "", source: "form")
         let signIn = VerifiedSignIn(

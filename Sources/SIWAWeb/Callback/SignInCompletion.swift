@@ -65,7 +65,7 @@ extension SIWADependencies {
         }
         // A new account without a name in this request takes the one-time `user` JSON of an earlier
         // attempt that did not finish (the fallback table); with no name anywhere, nil: ask or recover.
-        guard let (account, created) = try await database.completeSignInUsingStoredName(NewSignIn(
+        guard let (account, created) = try await database.accounts.completeSignInUsingStoredName(NewSignIn(
             appleSub: signIn.sub, email: signIn.email, emailVerified: signIn.emailVerified,
             isPrivateEmail: signIn.isPrivateEmail, givenName: signIn.givenName, familyName: signIn.familyName,
             transferFromSub: signIn.transferSub, clientID: signIn.clientID, sealRefreshToken: sealRefreshToken,
@@ -80,7 +80,7 @@ extension SIWADependencies {
 
     /// Writes the one-time `user` data to the fallback table before anything else can fail.
     func saveUserInfo(sub: String, givenName: String?, familyName: String?, email: String?, rawJSON: String, source: String) async throws {
-        try await database.saveAppleUserInfo(AppleUserInfo(
+        try await database.accounts.saveAppleUserInfo(AppleUserInfo(
             appleSub: sub, givenName: givenName, familyName: familyName, email: email,
             rawJSON: rawJSON, source: source, receivedAt: now()
         ))
@@ -117,7 +117,7 @@ extension SIWADependencies {
                 }
             }
         }
-        let deleted = try await database.deleteAccount(userID: account.id, revocations: revocations, droppingUnreadable: droppingUnreadable)
+        let deleted = try await database.accounts.deleteAccount(userID: account.id, revocations: revocations, droppingUnreadable: droppingUnreadable)
         if revoke && deleted != nil { revocationSignal.notify() }
         return deleted
     }

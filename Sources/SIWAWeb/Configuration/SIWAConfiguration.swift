@@ -112,7 +112,9 @@ public struct SIWAConfiguration: Sendable {
     /// default otherwise.
     public var databasePoolSize: Int? { databaseURL.isPostgres ? postgresMaxConnections : nil }
     /// Sessions the gateway's check keeps in memory for up to a second (`GATEWAY_SESSION_CACHE`); 0 = off.
-    public var gatewaySessionCache: Int = SIWADatabase.defaultGatewaySessionCacheCapacity
+    public var gatewaySessionCache: Int = SIWAConfiguration.defaultGatewaySessionCache
+    /// Enough for ten thousand people signed in at once (a few MB).
+    public static let defaultGatewaySessionCache = GatewaySessionCache.defaultCapacity
     /// Most sign-ins in progress (unexpired, unused pending authorizations) at once; past it `/auth/apple`
     /// answers 503. The per-IP rate limit cannot bound this table against many addresses; this can.
     public var maximumPendingAuthorizations: Int = 20_000

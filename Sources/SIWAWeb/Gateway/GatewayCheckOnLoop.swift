@@ -13,7 +13,7 @@ import NIOHTTP1
 /// cache), a refusal, `?redirect=true` or any other query, and every request while requests are logged
 /// (the route's middleware writes their lines). The cache's own rules keep it honest: an entry lives
 /// under a second, a session past `expires_at` is never a hit, and a sign-out, deletion or
-/// `consent-revoked` empties it (``SIWADatabase/cachedGatewaySession(tokenHash:now:)``).
+/// `consent-revoked` empties it (``GatewaySessionCache``).
 struct GatewayCheckOnLoop: EventLoopResponder {
     let dependencies: SIWADependencies
     /// Debug logging writes a line per request, which only the middleware does.
@@ -29,15 +29,6 @@ struct GatewayCheckOnLoop: EventLoopResponder {
         else { return nil }
         dependencies.metrics.gatewayCheck(.allowed)
         // Encoded once per read of the session (the cache's entry lives under a second), not per check.
-        return ImmediateResponse(status: .accepted, fields: entry.derived(AllowedFields.init).encoded)
-    }
-
-    /// The 202's fields for one read of a session, encoded.
-    final class AllowedFields: Sendable {
-        let encoded: EncodedFields
-
-        init(_ account: UserAccount) {
-            encoded = EncodedFields(GatewayController.allowedFields(account))
-        }
+        return ImmediateResponse(status: .accepted, fields: entry.allowedFields)
     }
 }

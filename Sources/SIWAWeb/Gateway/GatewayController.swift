@@ -160,10 +160,10 @@ extension SIWADependencies {
     func endSession(_ request: Request, context: AppRequestContext) async throws {
         guard let token = sessionCookieToken(in: request.headers[values: .cookie]) else { return }
         let hash = BearerSecret.hash(token)
-        if let (_, account) = try await database.session(tokenHash: hash, now: now(), touch: false) {
+        if let (_, account) = try await database.sessions.session(tokenHash: hash, now: now(), touch: false) {
             context.logger.info("signed out", metadata: ["user": .string(account.id)])
         }
-        try await database.deleteSession(tokenHash: hash)
+        try await database.sessions.deleteSession(tokenHash: hash)
     }
 }
 

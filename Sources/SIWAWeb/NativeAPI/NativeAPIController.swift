@@ -57,7 +57,7 @@ struct NativeAPIController: Sendable {
         let now = dependencies.now()
         try await dependencies.signInCap.admit(context.origin, database: dependencies.database, now: now, context: context)
         let nonce = NativeNonce.generate()
-        try await dependencies.database.insertPendingAuthorization(nonce.pendingAuthorization(now: now))
+        try await dependencies.database.sessions.insertPendingAuthorization(nonce.pendingAuthorization(now: now))
         return .json(NonceAnswer(nonce: nonce.raw, expiresIn: NativeNonce.lifetime))
     }
 
@@ -95,7 +95,7 @@ struct NativeAPIController: Sendable {
 
         // The nonce first, consumed whatever happens next: one credential, one attempt.
         let now = dependencies.now()
-        guard let issued = try await dependencies.database.consumePendingAuthorization(
+        guard let issued = try await dependencies.database.sessions.consumePendingAuthorization(
             state: NativeNonce(raw: rawNonce).state, now: now),
             issued.bindingHash == NativeNonce.bindingMarker, issued.expiresAt > now
         else {

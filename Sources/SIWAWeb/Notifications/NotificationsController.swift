@@ -38,7 +38,7 @@ struct NotificationsController: Sendable {
         }
         let database = dependencies.database
         let now = dependencies.now()
-        if try await database.notificationSeen(jti: notification.replayKey) {
+        if try await database.apple.notificationSeen(jti: notification.replayKey) {
             dependencies.metrics.notification(notification.type.rawValue, result: "replay")
             return .json(Answer(status: "already processed", event: notification.type.rawValue))
         }
@@ -46,15 +46,15 @@ struct NotificationsController: Sendable {
         // Apple's retry, while recording first could lose the event.
         switch notification.type {
         case .emailDisabled, .emailEnabled:
-            _ = try await database.setEmailDisabled(sub: notification.sub, disabled: notification.type == .emailDisabled, now: now)
+            _ = try await database.accounts.setEmailDisabled(sub: notification.sub, disabled: notification.type == .emailDisabled, now: now)
         case .consentRevoked:
-            _ = try await database.revokeConsent(sub: notification.sub)
-            try await database.endOIDCGrants(sub: notification.sub)
+            _ = try await database.apple.revokeConsent(sub: notification.sub)
+            try await database.oidc.endOIDCGrants(sub: notification.sub)
         case .accountDelete:
             // Apple already knows: no revoke call.
-            _ = try await database.deleteAccount(sub: notification.sub, revocations: nil)
+            _ = try await database.accounts.deleteAccount(sub: notification.sub, revocations: nil)
         }
-        _ = try await database.recordNotification(jti: notification.replayKey, eventType: notification.type.rawValue,
+        _ = try await database.apple.recordNotification(jti: notification.replayKey, eventType: notification.type.rawValue,
                                                   sub: notification.sub, now: now)
         dependencies.metrics.notification(notification.type.rawValue, result: "applied")
         context.logger.info("notification applied", metadata: ["event": .string(notification.type.rawValue)])

@@ -79,7 +79,7 @@ public actor OIDCKeyRing {
 
     private func load() async throws -> OIDCKeySet {
         let time = now()
-        let rows = try await database.oidcSigningKeys(publishedAt: time)
+        let rows = try await database.oidc.oidcSigningKeys(publishedAt: time)
         var keys: [OIDCKeySet.Key] = []
         for row in rows {
             guard let jwk = try? JSONDecoder().decode(JWK.self, from: Data(row.publicJWK.utf8)),

@@ -31,13 +31,13 @@ extension SIWADependencies {
     public func adoptConfiguredOIDCKey(logger: Logger) async throws -> Bool {
         guard let ring = oidcKeys else { return false }
         let configured = ring.configured
-        let stored = try await database.oidcSigningKeys()
+        let stored = try await database.oidc.oidcSigningKeys()
         guard !stored.contains(where: { $0.kid == configured.current.kid }) else { return false }
         let time = now()
         let signsFrom = stored.isEmpty ? 0 : time
         let record = try Self.signingKeyRecord(configured.currentPrivateKey, kid: configured.current.kid, cipher: cipher,
                                                createdAt: time, signsFrom: signsFrom)
-        let added = try await database.addOIDCSigningKey(record, supersededUntil: ring.publishedUntil(signingEndsAt: signsFrom), now: time)
+        let added = try await database.oidc.addOIDCSigningKey(record, supersededUntil: ring.publishedUntil(signingEndsAt: signsFrom), now: time)
         if added {
             logger.notice(stored.isEmpty ? "stored the OIDC signing key" : "stored a new OIDC signing key from OIDC_SIGNING_KEY_PATH: it signs from now",
                           metadata: ["kid": "\(configured.current.kid)"])
@@ -56,10 +56,10 @@ extension SIWADependencies {
         let kid = OIDCSigningKeys.thumbprint(key.publicKey)
         let time = now()
         let signsFrom = withdrawOthers ? time : time + max(0, signsIn)
-        let before = try await database.oidcSigningKeys(publishedAt: time)
+        let before = try await database.oidc.oidcSigningKeys(publishedAt: time)
         let record = try Self.signingKeyRecord(key, kid: kid, cipher: cipher, createdAt: time, signsFrom: signsFrom)
         let until = ring.publishedUntil(signingEndsAt: signsFrom)
-        _ = try await database.addOIDCSigningKey(record, supersededUntil: until, withdrawOthers: withdrawOthers, now: time)
+        _ = try await database.oidc.addOIDCSigningKey(record, supersededUntil: until, withdrawOthers: withdrawOthers, now: time)
         let superseded = before.map { old in
             OIDCKeyRotation.Superseded(kid: old.kid, publishedUntil: withdrawOthers ? time : (old.publishedUntil ?? until))
         }

@@ -146,7 +146,7 @@ struct OIDCProviderController: Sendable {
         }
 
         let code = BearerSecret.generate()
-        try await dependencies.database.insertOIDCCode(OIDCAuthorizationCode(
+        try await dependencies.database.oidc.insertOIDCCode(OIDCAuthorizationCode(
             codeHash: BearerSecret.hash(code), clientID: validated.client.clientID, redirectURI: validated.redirectURI,
             userID: session.account.id, scope: validated.scopes.joined(separator: " "), nonce: validated.nonce,
             codeChallenge: validated.codeChallenge, authTime: session.record.createdAt, createdAt: now,
@@ -219,7 +219,7 @@ struct OIDCProviderController: Sendable {
         let now = dependencies.now()
         let accessToken = BearerSecret.generate()
         let accessTokenHash = BearerSecret.hash(accessToken)
-        let redemption = try await dependencies.database.redeemOIDCCode(codeHash: BearerSecret.hash(tokenRequest.code), now: now) { code, account in
+        let redemption = try await dependencies.database.oidc.redeemOIDCCode(codeHash: BearerSecret.hash(tokenRequest.code), now: now) { code, account in
             guard tokenRequest.problem(with: code, now: now) == nil else { return nil }
             return OIDCAccessToken(tokenHash: accessTokenHash, userID: account.id, clientID: code.clientID, scope: code.scope,
                                    codeHash: code.codeHash, createdAt: now, expiresAt: now + Self.accessTokenLifetime)
@@ -274,7 +274,7 @@ struct OIDCProviderController: Sendable {
         }
         let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
         guard BearerSecret.isWellFormed(token),
-              let found = try await dependencies.database.oidcAccessToken(tokenHash: BearerSecret.hash(token), now: dependencies.now())
+              let found = try await dependencies.database.oidc.oidcAccessToken(tokenHash: BearerSecret.hash(token), now: dependencies.now())
         else {
             return Self.bearerChallenge("the access token is unknown, expired or revoked")
         }

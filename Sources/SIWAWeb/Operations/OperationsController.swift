@@ -91,12 +91,12 @@ struct OperationsController: Sendable {
             }
         }
         let database = dependencies.database
-        if let counts = try? await revocationCounts.value({ try await database.revocationCounts() }) {
+        if let counts = try? await revocationCounts.value({ try await database.outbox.revocationCounts() }) {
             dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
         }
         // Not `try?`, which would flatten "no revocation waits" (nil) into "the query failed".
         do {
-            let oldest = try await oldestRevocation.value { try await database.oldestPendingRevocationCreatedAt() }
+            let oldest = try await oldestRevocation.value { try await database.outbox.oldestPendingRevocationCreatedAt() }
             // The age from the cached queue time and this scrape's clock: it keeps growing between queries.
             dependencies.metrics.revocationBacklogAge(oldestCreatedAt: oldest, now: dependencies.now())
         } catch {

@@ -62,7 +62,7 @@ extension SIWADependencies {
         let previous = configuration.tokenEncryptionKeyPrevious.map(SealingKeyFingerprint.of)
         var recordedNow = false
         var record: SealingKeyRecord
-        if let recorded = try await database.sealingKey() {
+        if let recorded = try await database.operations.sealingKey() {
             record = recorded
         } else {
             let sample = try await sampleStoredSecrets()
@@ -80,9 +80,9 @@ extension SIWADependencies {
             if let previous, sample.previous > 0 {
                 // Some secrets open only with the previous key: it sealed them. With others already sealed with
                 // this key, a change was under way; with none, this key is new (only `serve` may start the change).
-                record = try await database.recordSealingKey(fingerprint: previous, target: sample.current > 0 ? current : nil, now: now())
+                record = try await database.operations.recordSealingKey(fingerprint: previous, target: sample.current > 0 ? current : nil, now: now())
             } else {
-                record = try await database.recordSealingKey(fingerprint: current, now: now())
+                record = try await database.operations.recordSealingKey(fingerprint: current, now: now())
             }
             recordedNow = true
         }
@@ -93,7 +93,7 @@ extension SIWADependencies {
             case .write:
                 throw Self.rotationStartsWithServe
             case .serve:
-                guard let started = try await database.startSealingKeyRotation(from: record.fingerprint, to: current, now: now()) else {
+                guard let started = try await database.operations.startSealingKeyRotation(from: record.fingerprint, to: current, now: now()) else {
                     throw SealingKeyRefusal(description: "TOKEN_ENCRYPTION_KEY: the database's key record disappeared; nothing was written")
                 }
                 let state = try Self.judge(started, current: current, previous: previous)
@@ -146,17 +146,17 @@ extension SIWADependencies {
     /// the previous key; true when the new key is now the recorded one.
     public func finishSealingKeyRotation(after report: KeyChangeReport) async throws -> Bool {
         guard report.unreadable == 0, report.resealed == 0, report.changedMeanwhile == 0,
-              let record = try await database.sealingKey(), let target = record.targetFingerprint,
+              let record = try await database.operations.sealingKey(), let target = record.targetFingerprint,
               target == SealingKeyFingerprint.of(configuration.tokenEncryptionKey)
         else { return false }
-        return try await database.finishSealingKeyRotation(from: record.fingerprint, to: target, now: now())
+        return try await database.operations.finishSealingKeyRotation(from: record.fingerprint, to: target, now: now())
     }
 
     /// Opens up to `perTable` stored secrets of each kind: how many open with each key.
     func sampleStoredSecrets(perTable: Int = 50) async throws -> (total: Int, current: Int, previous: Int) {
         var (total, current, previous) = (0, 0, 0)
         for table in SealedTokenTable.allCases {
-            for token in try await database.sealedTokens(in: table, after: nil, limit: perTable) {
+            for token in try await database.apple.sealedTokens(in: table, after: nil, limit: perTable) {
                 total += 1
                 switch cipher.whichKeyOpens(token) {
                 case .current?: current += 1

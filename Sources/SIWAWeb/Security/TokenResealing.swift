@@ -25,7 +25,7 @@ extension SIWADependencies {
     @discardableResult
     public func resealLegacyTokens(logger: Logger) async throws -> ResealReport {
         var report = ResealReport()
-        for token in try await database.sealedTokens(notStartingWith: TokenCipher.prefix) {
+        for token in try await database.apple.sealedTokens(notStartingWith: TokenCipher.prefix) {
             let sealed: String
             do {
                 sealed = try cipher.seal(try cipher.openLegacy(token.ciphertext), for: token.place)
@@ -33,7 +33,7 @@ extension SIWADependencies {
                 report.undecryptable += 1
                 continue
             }
-            if try await database.replaceSealedToken(token, with: sealed) {
+            if try await database.apple.replaceSealedToken(token, with: sealed) {
                 report.resealed += 1
             } else {
                 report.changedMeanwhile += 1
@@ -82,14 +82,14 @@ extension SIWADependencies {
         for table in SealedTokenTable.allCases {
             var cursor: SealedTokenPlace?
             while true {
-                let page = try await database.sealedTokens(in: table, after: cursor, limit: pageSize)
+                let page = try await database.apple.sealedTokens(in: table, after: cursor, limit: pageSize)
                 for token in page {
                     switch try? cipher.openTelling(token.ciphertext, from: token.place) {
                     case .current?:
                         report.alreadyCurrent += 1
                     case .previous(let plaintext)?:
                         let sealed = try cipher.seal(plaintext, for: token.place)
-                        if try await database.replaceSealedToken(token, with: sealed) {
+                        if try await database.apple.replaceSealedToken(token, with: sealed) {
                             report.resealed += 1
                         } else {
                             report.changedMeanwhile += 1

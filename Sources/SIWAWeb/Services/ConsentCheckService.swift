@@ -139,7 +139,7 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         do {
             while !Task.isCancelled {
                 let start = now()
-                let batch = try await database.claimUsersForConsentCheck(
+                let batch = try await database.apple.claimUsersForConsentCheck(
                     before: start - configuration.checkInterval, now: start,
                     claimUntil: start + configuration.claimLease, limit: configuration.batchSize, holder: holder)
                 unchecked = batch.map(\.0.id)
@@ -151,7 +151,7 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
                     unchecked.removeAll { $0 == account.id }
                     if let validatedAt = tokens.compactMap(\.validatedAt).max(), validatedAt >= start - configuration.checkInterval {
                         // The code exchange at a recent sign-in already proved consent.
-                        if try await database.markConsentChecked(userID: account.id, now: validatedAt, holder: holder) {
+                        if try await database.apple.markConsentChecked(userID: account.id, now: validatedAt, holder: holder) {
                             result.recentlyValidated += 1
                         } else {
                             claimLost(account, &result)
@@ -170,7 +170,7 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
                         continue
                     case .transient(let reason):
                         result.deferred += 1
-                        try await database.releaseConsentClaim(userID: account.id, holder: holder,
+                        try await database.apple.releaseConsentClaim(userID: account.id, holder: holder,
                                                                until: now() + configuration.personRetryDelay)
                         transientInARow += 1
                         if transientInARow >= configuration.outageThreshold {
@@ -207,7 +207,7 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         let database = dependencies.database
         await Task {
             for userID in userIDs {
-                _ = try? await database.releaseConsentClaim(userID: userID, holder: holder, until: 0)
+                _ = try? await database.apple.releaseConsentClaim(userID: userID, holder: holder, until: 0)
             }
         }.value
     }
@@ -239,7 +239,7 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         for (index, token) in tokens.enumerated() {
             if index > 0 { try? await Task.sleep(for: configuration.callSpacing) }
             do {
-                guard try await dependencies.database.renewConsentClaim(userID: account.id, holder: holder,
+                guard try await dependencies.database.apple.renewConsentClaim(userID: account.id, holder: holder,
                                                                         until: now() + configuration.claimLease)
                 else { return .claimLost }
             } catch {
@@ -256,12 +256,12 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
         do {
             if valid {
                 for token in refused {
-                    try await dependencies.database.deleteAppleToken(userID: account.id, clientID: token.clientID)
+                    try await dependencies.database.apple.deleteAppleToken(userID: account.id, clientID: token.clientID)
                     logger.info("Apple no longer accepts one of the person's tokens: dropped", metadata: [
                         "user": .string(account.id), "client": .string(token.clientID),
                     ])
                 }
-                guard try await dependencies.database.markConsentChecked(userID: account.id, now: now(), holder: holder) else {
+                guard try await dependencies.database.apple.markConsentChecked(userID: account.id, now: now(), holder: holder) else {
                     // Cannot happen while the claim outlasts the call; if it does, the new holder checks again.
                     return .claimLost
                 }
@@ -270,8 +270,8 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
             }
             if let transient { return .transient(transient) }
             // Matched by sub, like the notification; a concurrent transfer or deletion makes it a no-op.
-            _ = try await dependencies.database.revokeConsent(sub: account.appleSub)
-            try await dependencies.database.endOIDCGrants(sub: account.appleSub)
+            _ = try await dependencies.database.apple.revokeConsent(sub: account.appleSub)
+            try await dependencies.database.oidc.endOIDCGrants(sub: account.appleSub)
         } catch {
             return .transient("database: \(error)")
         }

@@ -63,14 +63,14 @@ struct RevocationWorker: Service, CustomStringConvertible {
         do {
             while true {
                 let now = dependencies.now()
-                let items = try await database.claimDueRevocations(now: now, limit: batchSize, leaseSeconds: leaseSeconds, holder: holder)
+                let items = try await database.outbox.claimDueRevocations(now: now, limit: batchSize, leaseSeconds: leaseSeconds, holder: holder)
                 if items.isEmpty { break }
                 for item in items {
                     if await send(item, holder: holder) { accepted += 1 }
                 }
                 if items.count < batchSize { break }
             }
-            let counts = try await database.revocationCounts()
+            let counts = try await database.outbox.revocationCounts()
             dependencies.metrics.revocations(pending: counts.pending, failing: counts.failing)
         } catch where error is CancellationError || Task.isCancelled {
             // Shutting down: not a database problem.
@@ -86,7 +86,7 @@ struct RevocationWorker: Service, CustomStringConvertible {
             let token = try dependencies.cipher.open(item.token, from: .revocation(id: item.id))
             // The lease has to cover this call, whatever the batch took so far: renewed for a whole lease, which
             // outlasts APPLE_TIMEOUT. Lost (another instance claimed the item after it ran out): not sent.
-            guard try await database.renewRevocationLease(id: item.id, holder: holder, until: dependencies.now() + leaseSeconds) else {
+            guard try await database.outbox.renewRevocationLease(id: item.id, holder: holder, until: dependencies.now() + leaseSeconds) else {
                 dependencies.metrics.revocationAttempt("lease_lost")
                 logger.notice("revocation lease lost before sending: left to the instance that holds it now", metadata: ["item": .string(item.id)])
                 return false
@@ -94,7 +94,7 @@ struct RevocationWorker: Service, CustomStringConvertible {
             try await dependencies.metrics.timeAppleCall("revoke") {
                 try await dependencies.apple.revoke(token: token, clientID: item.clientID, tokenTypeHint: item.tokenTypeHint)
             }
-            guard try await database.completeRevocation(id: item.id, holder: holder, now: dependencies.now()) else {
+            guard try await database.outbox.completeRevocation(id: item.id, holder: holder, now: dependencies.now()) else {
                 // Cannot happen while the lease outlasts the call; if it does, the new holder sends it again.
                 dependencies.metrics.revocationAttempt("accepted_lease_lost")
                 logger.warning("Apple accepted a revocation whose lease another instance holds now: it may be sent again",
@@ -111,7 +111,7 @@ struct RevocationWorker: Service, CustomStringConvertible {
             // cancelled one, SQLite's wait while another writer holds the file would end it at once.
             dependencies.metrics.revocationAttempt("interrupted")
             logger.info("revocation interrupted by shutdown: handed back, due at once", metadata: ["item": .string(item.id)])
-            _ = await Task { try? await database.releaseRevocation(id: item.id, holder: holder) }.value
+            _ = await Task { try? await database.outbox.releaseRevocation(id: item.id, holder: holder) }.value
             return false
         } catch {
             let delay = Self.backoff(attempts: item.attempts)
@@ -121,7 +121,7 @@ struct RevocationWorker: Service, CustomStringConvertible {
                 "item": .string(item.id), "retryIn": .stringConvertible(delay), "error": .string(description),
             ])
             // A no-op when another instance holds the item now: its own attempt decides.
-            _ = try? await database.failRevocation(id: item.id, holder: holder, error: String(description.prefix(500)),
+            _ = try? await database.outbox.failRevocation(id: item.id, holder: holder, error: String(description.prefix(500)),
                                                    nextAttemptAt: dependencies.now() + delay)
             return false
         }

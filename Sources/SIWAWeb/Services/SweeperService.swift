@@ -43,7 +43,7 @@ struct SweeperService: Service, CustomStringConvertible {
         // the holder stops, another instance takes over within one and a half intervals.
         let seconds = max(1, interval.components.seconds)
         let until = start + seconds + seconds / 2
-        guard try await database.claimJob(Self.jobName, holder: instanceID, now: start, until: until) else { return nil }
-        return try await database.sweepExpired(now: start) + database.sweepOIDC(now: start)
+        guard try await database.outbox.claimJob(Self.jobName, holder: instanceID, now: start, until: until) else { return nil }
+        return try await database.sessions.sweepExpired(now: start) + database.oidc.sweepOIDC(now: start)
     }
 }

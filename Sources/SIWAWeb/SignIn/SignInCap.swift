@@ -33,7 +33,7 @@ struct SignInCap: Sendable {
                            message: "Many sign-ins have been started from your network and not finished. Please wait a few minutes.",
                            hint: "Try again in \(retryAfter) seconds.", retryPath: "/", headers: [.retryAfter: String(retryAfter)])
         }
-        let decision = try await total.admit { try await database.countPendingAuthorizations(now: now) }
+        let decision = try await total.admit { try await database.sessions.countPendingAuthorizations(now: now) }
         guard decision.admitted else {
             context.logger.warning("too many sign-ins in progress", metadata: ["pending": .stringConvertible(decision.pending)])
             throw WebError.tooManySignIns

@@ -76,7 +76,7 @@ struct SignInController: Sendable {
             bindingHash: BearerSecret.hash(binding), createdAt: now, expiresAt: now + Self.pendingLifetime, consumedAt: nil,
             returnTo: returnTo
         )
-        try await dependencies.database.insertPendingAuthorization(pending)
+        try await dependencies.database.sessions.insertPendingAuthorization(pending)
         let url = dependencies.apple.authorizeURL(clientID: configuration.clientID, redirectURI: configuration.redirectURI,
                                                  state: pending.state, nonce: pending.nonce)
         var response = Response.seeOther(url)

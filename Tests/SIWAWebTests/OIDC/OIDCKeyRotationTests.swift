@@ -43,7 +43,7 @@ struct OIDCKeyRotationTests {
             // setup: the configured key was stored at start and signs
             try await app.signIn(browser, sub: "rotation.a")
             let oldKid = try Self.configuredKid(app)
-            let stored = try await app.database.oidcSigningKeys()
+            let stored = try await app.database.oidc.oidcSigningKeys()
             #expect(stored.map(\.kid) == [oldKid] && stored.first?.signsFrom == 0 && stored.first?.publishedUntil == nil)
             #expect(stored.first?.privateKey?.hasPrefix("v2:") == true, "the private key is sealed")
             let before = try await Self.idToken(app, browser)
@@ -82,7 +82,7 @@ struct OIDCKeyRotationTests {
 
             // the next rotation wipes the retired key's private half; its row stays (a tombstone)
             let next = try await app.dependencies.rotateOIDCSigningKey(signsIn: 0, withdrawOthers: false)
-            let rows = try await app.database.oidcSigningKeys()
+            let rows = try await app.database.oidc.oidcSigningKeys()
             #expect(rows.map(\.kid) == [next.kid, rotation.kid, oldKid])
             #expect(rows.last?.privateKey == nil && rows[1].privateKey != nil)
         }
@@ -106,7 +106,7 @@ struct OIDCKeyRotationTests {
             #expect(Set(published.keys) == [rotation.kid, OIDCSigningKeys.thumbprint(fixture.previousKey.publicKey)])
             #expect(try await Self.idToken(app, browser).kid == rotation.kid)
             #expect(try await !Self.verifies(app, browser, before.token))
-            #expect(try await app.database.oidcSigningKeys().first { $0.kid == oldKid }?.privateKey == nil)
+            #expect(try await app.database.oidc.oidcSigningKeys().first { $0.kid == oldKid }?.privateKey == nil)
         }
     }
 
@@ -127,7 +127,7 @@ struct OIDCKeyRotationTests {
                                                             overrides: SiteOverrides(database: app.database, now: clock.now))
             // validate (the clock runs: on a loaded machine the start may cross a second's end)
             let now = clock.now()
-            let rows = try await app.database.oidcSigningKeys()
+            let rows = try await app.database.oidc.oidcSigningKeys()
             #expect(rows.map(\.kid) == [keys.current.kid, oldKid])
             let signsFrom = try #require(rows.first?.signsFrom)
             #expect((started...now).contains(signsFrom))
@@ -139,7 +139,7 @@ struct OIDCKeyRotationTests {
             #expect(try await Self.idToken(app, browser).kid == keys.current.kid)
             // an instance still holding the old file: the table knows that key, nothing changes
             #expect(try await !app.dependencies.adoptConfiguredOIDCKey(logger: TestDatabase.quietLogger))
-            #expect(try await app.database.oidcSigningKeys().count == 2)
+            #expect(try await app.database.oidc.oidcSigningKeys().count == 2)
             #expect(try await app.dependencies.oidcKeys?.keySet().signer(at: clock.now()).kid == keys.current.kid)
         }
     }

@@ -52,9 +52,9 @@ struct OIDCProviderTests {
     func wholeFlow(backend: Backend) async throws {
         try await Self.run(backend) { app, browser, _ in
             try await app.signIn(browser, sub: "013.apple.sub", given: "Ada", family: "Lovelace", email: "ada@example.com")
-            let account = try #require(try await app.database.user(sub: "013.apple.sub"))
+            let account = try #require(try await app.database.accounts.user(sub: "013.apple.sub"))
             let cookie = try #require(browser.cookie("__Host-siwa_session"))
-            let session = try #require(try await app.database.session(tokenHash: BearerSecret.hash(cookie), now: app.dependencies.now()))
+            let session = try #require(try await app.database.sessions.session(tokenHash: BearerSecret.hash(cookie), now: app.dependencies.now()))
             let request = RPRequest()
             let answer = try await app.authorize(browser, request)
             #expect(answer.base == OIDCFixture.confidentialRedirect)
@@ -424,25 +424,25 @@ struct OIDCProviderTests {
             }
             // consent-revoked
             try await app.signIn(browser, sub: "013.revoked")
-            let revokedAccount = try #require(try await app.database.user(sub: "013.revoked"))
+            let revokedAccount = try #require(try await app.database.accounts.user(sub: "013.revoked"))
             let first = try await accessToken(browser)
             let unused = try #require(try await app.authorize(browser, RPRequest()).query["code"])
             #expect(try await app.userInfo(browser, accessToken: first).status == .ok)
             #expect(try await app.notify(browser, NotificationClaims(type: "consent-revoked", sub: "013.revoked")).status == .ok)
             #expect(try await app.userInfo(browser, accessToken: first).status == .unauthorized)
-            #expect(try await app.database.countOIDCAccessTokens(userID: revokedAccount.id) == 0)
+            #expect(try await app.database.oidc.countOIDCAccessTokens(userID: revokedAccount.id) == 0)
             #expect(try await app.token(code: unused, request: RPRequest(), browser: browser).status == .badRequest)
 
             // deletion from the account page
             let other = browser.fresh()
             try await app.signIn(other, sub: "013.deleted")
-            let deletedAccount = try #require(try await app.database.user(sub: "013.deleted"))
+            let deletedAccount = try #require(try await app.database.accounts.user(sub: "013.deleted"))
             let second = try await accessToken(other)
             #expect(try await app.userInfo(other, accessToken: second).status == .ok)
             let csrf = try await app.csrf(other)
             #expect(try await other.postForm("/account/delete", [("csrf", csrf), ("confirm", "yes")]).page == "deleted")
             #expect(try await app.userInfo(other, accessToken: second).status == .unauthorized)
-            #expect(try await app.database.countOIDCAccessTokens(userID: deletedAccount.id) == 0)
+            #expect(try await app.database.oidc.countOIDCAccessTokens(userID: deletedAccount.id) == 0)
         }
     }
 

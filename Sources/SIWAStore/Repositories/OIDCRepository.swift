@@ -1,5 +1,10 @@
 import SQLKit
 
+/// The OpenID provider's records: authorization codes, access tokens, and the signing keys the instances share.
+public struct OIDCRepository: StoreRoom {
+    let core: StoreCore
+}
+
 /// The OpenID Provider's tables (SPEC §11). Both rows cascade with their account; `consent-revoked` ends them
 /// through ``endOIDCGrants(sub:)``.
 let oidcProviderMigration = Migration(version: 5, name: "openid provider codes and access tokens", statements: [
@@ -74,7 +79,7 @@ extension SQLRow {
     }
 }
 
-extension SIWADatabase {
+extension OIDCRepository {
     /// How long a consumed or expired code row is kept: as long as an access token issued with it lives, so
     /// that a replay within that time still finds (and revokes) what the code issued.
     public static let oidcCodeRetention: Int64 = 3600

@@ -31,7 +31,7 @@ public struct UnreadableAppleTokens: Error, Equatable, CustomStringConvertible {
     }
 }
 
-extension SIWADatabase {
+extension AccountRepository {
     /// One transaction: deletes sessions, `apple_tokens`, the `apple_user_info` row, pending profiles and the
     /// user, and, when `revocations` is given, inserts an item into `revocation_outbox` for every Apple token
     /// the account held (web and app alike), each naming the account's Apple `sub` (whatever `revocations`
@@ -117,13 +117,10 @@ extension SIWADatabase {
         return .deleted(AccountDeletion(revocationsQueued: items.count, unreadableDropped: unreadable))
     }
 
-    /// Adds an item to the revocation outbox on its own (e.g. a token replaced at sign-in); its `appleSub`
-    /// should name the person when the caller knows them.
-    public func enqueueRevocation(_ item: RevocationItem) async throws {
-        try await write { sql in try await Self.insertRevocation(sql, item) }
-    }
+}
 
-    private static func insertRevocation(_ sql: any SQLDatabase, _ item: RevocationItem) async throws {
+extension StoreRoom {
+    static func insertRevocation(_ sql: any SQLDatabase, _ item: RevocationItem) async throws {
         try await sql.raw("""
             INSERT INTO revocation_outbox (id, client_id, token, token_type_hint, created_at, attempts,
                                            next_attempt_at, locked_until, last_error, completed_at, apple_sub)

@@ -26,7 +26,7 @@ public enum TransferMove: Sendable, Equatable {
     case conflict(otherUserID: String)
 }
 
-extension SIWADatabase {
+extension OperationsRepository {
     /// Every account, in id order, `limit` at a time after `after` (keyset paging: stable while rows
     /// change underneath).
     public func transferAccounts(after: String?, limit: Int) async throws -> [TransferAccount] {

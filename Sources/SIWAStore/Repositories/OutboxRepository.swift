@@ -1,6 +1,12 @@
 import SQLKit
 
-extension SIWADatabase {
+/// The revocation outbox (Apple tokens to revoke, claimed, leased, retried with backoff) and the job
+/// leases that let one instance at a time run a periodic job.
+public struct OutboxRepository: StoreRoom {
+    let core: StoreCore
+}
+
+extension OutboxRepository {
     /// Claims up to `limit` due items (`completed_at` NULL, `next_attempt_at <= now`, lease absent or expired)
     /// for `holder` — a token naming this claim, unique to it — by setting `locked_until = now + leaseSeconds`
     /// and `locked_by = holder`, oldest due first. Instances claiming at once get disjoint items (`FOR UPDATE
@@ -117,6 +123,74 @@ extension SIWADatabase {
             try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.list(Columns.revocation)) FROM revocation_outbox WHERE id = \(bind: id)
                 """).first()?.revocationItem()
+        }
+    }
+
+    /// Adds an item to the revocation outbox on its own (e.g. a token replaced at sign-in); its `appleSub`
+    /// should name the person when the caller knows them.
+    public func enqueueRevocation(_ item: RevocationItem) async throws {
+        try await write { sql in try await Self.insertRevocation(sql, item) }
+    }
+
+    /// When the oldest revocation Apple has not yet accepted was queued (`created_at`, Unix seconds), or nil
+    /// when none is waiting. `/metrics` reports its age: it grows while Apple refuses revocations or no
+    /// instance's worker runs, which the pending count alone does not tell apart from a busy day.
+    public func oldestPendingRevocationCreatedAt() async throws -> Int64? {
+        try await withSQL { sql in
+            let row = try await sql.raw("""
+                SELECT MIN(created_at) AS oldest FROM revocation_outbox WHERE completed_at IS NULL
+                """).first()
+            return try row?.decode(column: "oldest", as: Int64?.self)
+        }
+    }
+
+    /// The revocations Apple has not accepted yet, oldest first.
+    public func pendingRevocations() async throws -> [OutboxEntry] {
+        try await withSQL { sql in
+            try await sql.raw("""
+                SELECT \(unsafeRaw: Columns.list(Columns.outboxEntry)) FROM revocation_outbox WHERE completed_at IS NULL
+                ORDER BY created_at, id
+                """).all().map { try $0.outboxEntry() }
+        }
+    }
+
+    /// Makes every pending revocation waiting for a later attempt (a failed one backing off) due at `now`, or
+    /// only item `id` when given; returns the ids changed. An item an instance is sending now keeps its lease
+    /// (and is left to that instance); attempts and the last error are kept.
+    public func retryRevocationsNow(now: Int64, id: String? = nil) async throws -> [String] {
+        try await write { sql in
+            if let id {
+                return try await sql.raw("""
+                    UPDATE revocation_outbox SET next_attempt_at = \(bind: now)
+                    WHERE id = \(bind: id) AND completed_at IS NULL AND next_attempt_at > \(bind: now)
+                    RETURNING id
+                    """).all().map { try $0.decode(column: "id", as: String.self) }
+            }
+            return try await sql.raw("""
+                UPDATE revocation_outbox SET next_attempt_at = \(bind: now)
+                WHERE completed_at IS NULL AND next_attempt_at > \(bind: now)
+                RETURNING id
+                """).all().map { try $0.decode(column: "id", as: String.self) }.sorted()
+        }
+    }
+}
+
+/// The leases that let one instance at a time run a periodic job.
+extension OutboxRepository {
+    /// Takes the lease on the periodic job `name` for `holder` until `until`, when nobody holds it at
+    /// `now` (or `holder` already does). True when taken: then this instance runs the job and the
+    /// others skip it until the lease ends. A holder that dies leaves its lease to expire.
+    ///
+    /// One statement on both backends (an upsert that only overwrites an expired or own lease), so
+    /// two instances asking at once cannot both win.
+    public func claimJob(_ name: String, holder: String, now: Int64, until: Int64) async throws -> Bool {
+        try await write { sql in
+            try await sql.raw("""
+                INSERT INTO job_leases (name, holder, lease_until) VALUES (\(bind: name), \(bind: holder), \(bind: until))
+                ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
+                WHERE job_leases.lease_until <= \(bind: now) OR job_leases.holder = excluded.holder
+                RETURNING name
+                """).first() != nil
         }
     }
 }

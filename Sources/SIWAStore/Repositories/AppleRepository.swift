@@ -1,6 +1,12 @@
 import SQLKit
 
-extension SIWADatabase {
+/// What Apple gave and told: the sealed refresh tokens (per account and client id), the daily consent
+/// check over them, and Apple's server-to-server notifications already seen.
+public struct AppleRepository: StoreRoom {
+    let core: StoreCore
+}
+
+extension AppleRepository {
     /// The stored Apple refresh tokens (ciphertexts) of an account: one per client id, in client id order.
     public func appleTokens(userID: String) async throws -> [AppleTokenRecord] {
         try await withSQL { sql in

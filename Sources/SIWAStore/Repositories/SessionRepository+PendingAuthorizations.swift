@@ -1,6 +1,6 @@
 import SQLKit
 
-extension SIWADatabase {
+extension SessionRepository {
     /// Stores a sign-in started at `/auth/apple`. A reused `state` is a ``StoreError/conflict(_:)``.
     public func insertPendingAuthorization(_ p: PendingAuthorization) async throws {
         try await write { sql in

@@ -1,5 +1,11 @@
 import SQLKit
 
+/// What an operator reads and records (`siwa admin`, `siwa transfer`): people and everything stored about
+/// them, the audit of admin actions, the record of the sealing key, and moving accounts to a new team.
+public struct OperationsRepository: StoreRoom {
+    let core: StoreCore
+}
+
 // What `siwa admin` reads and changes. Nothing here returns a secret or the hash of one: sessions and OIDC
 // tokens are described by kind, client and times; Apple tokens and outbox items by client id and times.
 
@@ -101,7 +107,7 @@ public struct SignedOutEverywhere: Sendable, Equatable {
     }
 }
 
-extension SIWADatabase {
+extension OperationsRepository {
     /// Accounts whose email is `email`, compared without regard to ASCII case, oldest first. Two Apple IDs
     /// may share an address (and a relay address is per team), so this may find several; sign-in never
     /// uses it.
@@ -183,59 +189,4 @@ extension SIWADatabase {
         }
     }
 
-    /// Signs the person out everywhere, in one transaction: web sessions, app bearer sessions, OpenID access
-    /// tokens, and OpenID codes not yet exchanged. Consumed codes stay (until swept) so that a replay is still
-    /// recognised. The account and its Apple tokens stay. Nil when there is no such account.
-    public func signOutEverywhere(userID: String) async throws -> SignedOutEverywhere? {
-        defer { sessionsEnded() }
-        return try await transaction { [sessionChannel] sql -> SignedOutEverywhere? in
-            guard try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else { return nil }
-            var ended = SignedOutEverywhere()
-            for row in try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING kind").all() {
-                if try row.decode(column: "kind", as: String.self) == SessionKind.api.rawValue {
-                    ended.appSessions += 1
-                } else {
-                    ended.webSessions += 1
-                }
-            }
-            ended.oidcAccessTokens = try await sql.raw(
-                "DELETE FROM oidc_access_tokens WHERE user_id = \(bind: userID) RETURNING token_hash"
-            ).all().count
-            ended.oidcCodes = try await sql.raw(
-                "DELETE FROM oidc_codes WHERE user_id = \(bind: userID) AND consumed_at IS NULL RETURNING code_hash"
-            ).all().count
-            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
-            return ended
-        }
-    }
-
-    /// The revocations Apple has not accepted yet, oldest first.
-    public func pendingRevocations() async throws -> [OutboxEntry] {
-        try await withSQL { sql in
-            try await sql.raw("""
-                SELECT \(unsafeRaw: Columns.list(Columns.outboxEntry)) FROM revocation_outbox WHERE completed_at IS NULL
-                ORDER BY created_at, id
-                """).all().map { try $0.outboxEntry() }
-        }
-    }
-
-    /// Makes every pending revocation waiting for a later attempt (a failed one backing off) due at `now`, or
-    /// only item `id` when given; returns the ids changed. An item an instance is sending now keeps its lease
-    /// (and is left to that instance); attempts and the last error are kept.
-    public func retryRevocationsNow(now: Int64, id: String? = nil) async throws -> [String] {
-        try await write { sql in
-            if let id {
-                return try await sql.raw("""
-                    UPDATE revocation_outbox SET next_attempt_at = \(bind: now)
-                    WHERE id = \(bind: id) AND completed_at IS NULL AND next_attempt_at > \(bind: now)
-                    RETURNING id
-                    """).all().map { try $0.decode(column: "id", as: String.self) }
-            }
-            return try await sql.raw("""
-                UPDATE revocation_outbox SET next_attempt_at = \(bind: now)
-                WHERE completed_at IS NULL AND next_attempt_at > \(bind: now)
-                RETURNING id
-                """).all().map { try $0.decode(column: "id", as: String.self) }.sorted()
-        }
-    }
 }

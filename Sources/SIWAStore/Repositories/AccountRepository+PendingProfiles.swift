@@ -1,6 +1,6 @@
 import SQLKit
 
-extension SIWADatabase {
+extension AccountRepository {
     /// Parks a verified sign-in while the person supplies a name (`PROFILE_FALLBACK=ask`).
     public func savePendingProfile(_ p: PendingProfile) async throws {
         try await write { sql in

@@ -63,7 +63,7 @@ extension SQLRow {
     }
 }
 
-extension SIWADatabase {
+extension OperationsRepository {
     /// Records `entry`. Entries are listed in the order they were recorded (microseconds of the recording
     /// machine's clock, so two in one second keep their order).
     public func recordAdminAction(_ entry: AdminAuditEntry) async throws {

@@ -1,6 +1,6 @@
 import SQLKit
 
-extension SIWADatabase {
+extension AccountRepository {
     /// Upsert keyed by sub; never replaces a stored non-empty name/email with nil (or an empty string).
     ///
     /// Apple sends `user` only on a person's first authorization, so what is stored here may be the only copy

@@ -64,7 +64,7 @@ extension SQLRow {
     }
 }
 
-extension SIWADatabase {
+extension OIDCRepository {
     /// The signing keys, newest added first (ties: the later `signs_from`, then the `kid`, so every instance
     /// orders them alike). With `publishedAt`, only those published then; without, every row (tombstones too).
     public func oidcSigningKeys(publishedAt now: Int64? = nil) async throws -> [OIDCSigningKeyRecord] {

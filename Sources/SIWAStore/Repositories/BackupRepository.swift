@@ -2,6 +2,11 @@ import Foundation
 import NIOPosix
 import SQLiteDirect
 
+/// SQLite's online backup of a running database, and its integrity check.
+public struct BackupRepository: StoreRoom {
+    let core: StoreCore
+}
+
 /// Why ``SIWADatabase/backup(to:overwrite:)`` did not write a copy.
 public struct BackupError: Error, Sendable, CustomStringConvertible {
     public let description: String
@@ -25,7 +30,7 @@ public struct BackupReport: Sendable, Equatable {
     public var integrity: String
 }
 
-extension SIWADatabase {
+extension BackupRepository {
     /// Copies the SQLite database to `path` through SQLite's online backup API while the service keeps
     /// serving: the copy is the database as of one moment (one read transaction; sign-ins committing during
     /// the copy are not in it, and none is half in it). The copy is written next to `path` under a temporary

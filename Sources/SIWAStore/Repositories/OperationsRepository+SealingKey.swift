@@ -46,7 +46,7 @@ extension SQLRow {
     }
 }
 
-extension SIWADatabase {
+extension OperationsRepository {
     private static let sealingKeyName = "token_encryption_key"
 
     /// The one row, read on `sql` (inside a write, after its change).

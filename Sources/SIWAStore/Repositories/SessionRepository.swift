@@ -1,6 +1,12 @@
 import SQLKit
 
-extension SIWADatabase {
+/// Web and app sessions, the sign-ins under way (pending authorizations), and signing out everywhere.
+/// Every write that ends sessions tells ``SessionChanges`` (and on PostgreSQL the other instances).
+public struct SessionRepository: StoreRoom {
+    let core: StoreCore
+}
+
+extension SessionRepository {
     /// Stores a session (its token hash only).
     public func createSession(_ s: SessionRecord) async throws {
         try await write { sql in try await Self.insertSession(sql, s) }
@@ -8,7 +14,8 @@ extension SIWADatabase {
 
     /// Valid (unexpired) session joined with its account; nil otherwise. Updates `last_seen_at` at most once a
     /// minute, so that a busy page does not turn every read into a write — unless `touch` is false: the
-    /// gateway's `/oauth2/auth` runs before every request of the app behind it and only reads (SPEC §10).
+    /// gateway's `/oauth2/auth` runs before every request of the app behind it and only reads (SPEC §10),
+    /// through its cache, which watches ``SIWADatabase/sessionChanges``.
     public func session(tokenHash: String, now: Int64, touch: Bool = true) async throws -> (SessionRecord, UserAccount)? {
         let found = try await withSQL { sql -> SessionAndUser? in
             guard let row = try await sql.raw("""
@@ -30,27 +37,6 @@ extension SIWADatabase {
         return (found.session, found.user)
     }
 
-    /// The gateway's read (`/oauth2/auth`, `/oauth2/userinfo`): like `session(tokenHash:now:touch: false)`,
-    /// answered from the in-process ``SessionCache`` when it read the same session less than a second ago
-    /// and nothing since ended sessions (see there for what keeps it honest).
-    public func gatewaySession(tokenHash: String, now: Int64) async throws -> (SessionRecord, UserAccount)? {
-        switch sessionCache.lookup(tokenHash, now: now) {
-        case .hit(let entry):
-            return (entry.session, entry.user)
-        case .miss(let generation):
-            guard let (session, user) = try await self.session(tokenHash: tokenHash, now: now, touch: false) else { return nil }
-            if let generation { sessionCache.store(tokenHash, session: session, user: user, generation: generation) }
-            return (session, user)
-        }
-    }
-
-    /// The session `tokenHash` names if the gateway's cache holds it, valid at `now`; nil when it does not
-    /// (a miss says nothing: ``gatewaySession(tokenHash:now:)`` then reads the database). Never waits.
-    public func cachedGatewaySession(tokenHash: String, now: Int64) -> CachedSession? {
-        guard case .hit(let entry) = sessionCache.lookup(tokenHash, now: now) else { return nil }
-        return entry
-    }
-
     /// Ends one session (sign-out). No error when it does not exist.
     public func deleteSession(tokenHash: String) async throws {
         defer { sessionsEnded() }
@@ -70,24 +56,46 @@ extension SIWADatabase {
         }
     }
 
-    /// Inside a write that ends sessions or deletes an account, on PostgreSQL: tells every instance's
-    /// ``SessionChangeListener`` (NOTIFY, delivered when the write commits). Nothing on SQLite.
-    static func announceSessionsEnded(_ sql: any SQLDatabase, channel: String?) async throws {
-        if let channel { try await SessionChangeListener.announce(sql, channel: channel) }
+    /// Signs the person out everywhere, in one transaction: web sessions, app bearer sessions, OpenID access
+    /// tokens, and OpenID codes not yet exchanged. Consumed codes stay (until swept) so that a replay is still
+    /// recognised. The account and its Apple tokens stay. Nil when there is no such account.
+    public func signOutEverywhere(userID: String) async throws -> SignedOutEverywhere? {
+        defer { sessionsEnded() }
+        return try await transaction { [sessionChannel] sql -> SignedOutEverywhere? in
+            guard try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else { return nil }
+            var ended = SignedOutEverywhere()
+            for row in try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING kind").all() {
+                if try row.decode(column: "kind", as: String.self) == SessionKind.api.rawValue {
+                    ended.appSessions += 1
+                } else {
+                    ended.webSessions += 1
+                }
+            }
+            ended.oidcAccessTokens = try await sql.raw(
+                "DELETE FROM oidc_access_tokens WHERE user_id = \(bind: userID) RETURNING token_hash"
+            ).all().count
+            ended.oidcCodes = try await sql.raw(
+                "DELETE FROM oidc_codes WHERE user_id = \(bind: userID) AND consumed_at IS NULL RETURNING code_hash"
+            ).all().count
+            try await Self.announceSessionsEnded(sql, channel: sessionChannel)
+            return ended
+        }
     }
+}
 
-    /// After a write that ended sessions (committed or not): this process's gateway cache forgets them
-    /// at once, without waiting for its own notification.
-    func sessionsEnded() {
-        sessionCache.invalidateAll()
-    }
-
+extension StoreRoom {
     static func insertSession(_ sql: any SQLDatabase, _ s: SessionRecord) async throws {
         try await sql.raw("""
             INSERT INTO sessions (token_hash, user_id, kind, created_at, expires_at, last_seen_at)
             VALUES (\(bind: s.tokenHash), \(bind: s.userID), \(bind: s.kind.rawValue), \(bind: s.createdAt),
                     \(bind: s.expiresAt), \(bind: s.lastSeenAt))
             """).run()
+    }
+
+    /// Inside a write that ends sessions or deletes an account, on PostgreSQL: tells every instance's
+    /// ``SessionChangeListener`` (NOTIFY, delivered when the write commits). Nothing on SQLite.
+    static func announceSessionsEnded(_ sql: any SQLDatabase, channel: String?) async throws {
+        if let channel { try await SessionChangeListener.announce(sql, channel: channel) }
     }
 }
 
