@@ -10,6 +10,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "siwa", targets: ["siwa"]),
+        // The load generator: sign-in flows against a `siwa serve` it starts. Not part of `siwa` (nor of the
+        // Debian package): build it beside siwa (`swift build --product siwa-loadtest`), docs/performance.md.
+        .executable(name: "siwa-loadtest", targets: ["siwa-loadtest"]),
         // The Apple protocol as a library, so another Swift server can depend on it.
         .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
         .library(name: "AppleIDEmulator", targets: ["AppleIDEmulator"]),
@@ -130,12 +133,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The composition root: the settings table, resources, one makeDependencies, the demo pairing
-        // with the emulator, team transfer, the load test run against this site (Site.loadTest). The
-        // executable only parses arguments and calls it.
+        // with the emulator, team transfer. The executable only parses arguments and calls it.
         .target(
             name: "SIWASite",
             dependencies: [
-                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWALoadTest",
+                "SIWAWeb", "AppleIDEmulator", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -145,12 +147,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // `siwa loadtest`: sign-in flows against a `siwa serve` it starts, with the emulator standing in for Apple.
-        // Not over SIWASite (which depends on it): the site's configuration and app arrive as a LoadTestSite.
+        // `siwa-loadtest`: sign-in flows against a `siwa serve` it starts, with the emulator standing in for Apple.
+        // Over SIWASite (its settings table, makeDependencies, the emulator beside the site), which knows
+        // nothing of it: nothing the `siwa` executable links depends on this target.
         .target(
             name: "SIWALoadTest",
             dependencies: [
-                "SIWAWeb", "AppleIDEmulator", "JOSE", "CurlHTTP",
+                "SIWASite", "SIWAWeb", "AppleIDEmulator", "JOSE", "CurlHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -164,6 +168,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Calls SIWALoadTest's command; it imports nothing else (SIWASiteTests.ExecutableImportsTests).
+        .executableTarget(name: "siwa-loadtest", dependencies: ["SIWALoadTest"], swiftSettings: swiftSettings),
 
         // MARK: Tests (one per target, plus end to end)
         // Shared by the test suites: the one loopback Apple (it signs id_tokens with JOSE, never with
@@ -227,6 +233,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PageTemplatesTests", dependencies: ["PageTemplates"], swiftSettings: swiftSettings),
+        // A short load against the demo site (in-process, and a `siwa serve` it starts), and the pure parts
+        // (arguments, percentiles, /proc parsing) on plain values.
+        .testTarget(name: "SIWALoadTestTests", dependencies: ["SIWALoadTest", "CurlHTTP"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [

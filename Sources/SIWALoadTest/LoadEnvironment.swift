@@ -3,11 +3,13 @@ import CurlHTTP
 import Foundation
 import JOSE
 import Logging
+import SIWASite
 import SIWAWeb
 
 /// The app and the Apple ID emulator on loopback for one load run. By default the app is a separate
 /// `siwa serve` process (its CPU and memory are then its own) and the emulator runs in this process beside
-/// the load generator; `inProcess` runs the app here too, built as `siwa serve` builds it (``LoadTestSite``).
+/// the load generator; `inProcess` runs the app here too, built as `siwa serve` builds it (SIWASite's
+/// ``Site/makeDependencies(configuration:logger:overrides:sealingKey:)``).
 struct LoadEnvironment: Sendable {
     let configuration: SIWAConfiguration
     let emulator: AppleIDEmulatorState
@@ -22,14 +24,14 @@ struct LoadEnvironment: Sendable {
     /// Starts both servers, runs `body`, and stops them again (also when `body` throws). `overrides` are
     /// settings of the app given on the command line; they win over the load test's own.
     static func run<T: Sendable>(
-        site: LoadTestSite, databaseURL: String?, inProcess: Bool, logLevel: String, overrides: [String: String] = [:],
+        siwaBinary: String?, databaseURL: String?, inProcess: Bool, logLevel: String, overrides: [String: String] = [:],
         logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
         let dataDirectory = NSTemporaryDirectory() + "siwa-loadtest-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        let (appPort, emulatorPort) = try await site.freePorts()
+        let (appPort, emulatorPort) = try await SiteWithEmulator.freePorts()
         // Like the chaos stacks: the load comes from one address, so no per-client limits.
         var values = ["DATA_DIR": dataDirectory, "PORT": String(appPort), "HOST": "127.0.0.1",
                       "RATE_LIMIT_PER_MINUTE": "0", "MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "0", "APPLE_TIMEOUT": "10",
@@ -38,7 +40,7 @@ struct LoadEnvironment: Sendable {
         if inProcess {
             // Demo mode's generated keys; the emulator is started below on EMULATOR_PORT.
             values["EMULATOR_PORT"] = String(emulatorPort)
-            return try await runInProcess(site: site, values: values, emulatorPort: emulatorPort,
+            return try await runInProcess(values: values, emulatorPort: emulatorPort,
                                           dataDirectory: dataDirectory, logger: logger, body)
         }
         // A production configuration pointed at the emulator, as `scripts/chaos` runs it.
@@ -53,18 +55,20 @@ struct LoadEnvironment: Sendable {
             "TOKEN_ENCRYPTION_KEY": Base64.encode(AESGCMKey.generate().bytes),
         ]) { $1 }
         values.merge(overrides) { $1 }
-        return try await runWithServerProcess(site: site, values: values, emulatorPort: emulatorPort,
+        // Resolved before anything starts: a missing `siwa` is the first thing said.
+        let binary = try siwaBinary ?? ServerProcess.siwaBesideThisExecutable()
+        return try await runWithServerProcess(binary: binary, values: values, emulatorPort: emulatorPort,
                                               dataDirectory: dataDirectory, logger: logger, body)
     }
 
     private static func runInProcess<T: Sendable>(
-        site: LoadTestSite, values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
+        values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
-        let configuration = try site.configuration(values)
+        let configuration = try SIWAConfiguration.load(from: values)
         var value: T?
         // The app with the same dependencies `siwa serve` builds: pools, HTTP client and templates as in production.
-        try await site.runWithEmulator(configuration, true, emulatorPort, logger) { emulator in
+        try await runWithEmulator(configuration, appInProcess: true, emulatorPort: emulatorPort, logger: logger) { emulator in
             value = try await body(LoadEnvironment(configuration: configuration, emulator: emulator,
                                                    dataDirectory: dataDirectory, server: nil))
         }
@@ -73,10 +77,10 @@ struct LoadEnvironment: Sendable {
     }
 
     private static func runWithServerProcess<T: Sendable>(
-        site: LoadTestSite, values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
+        binary: String, values: [String: String], emulatorPort: Int, dataDirectory: String, logger: Logger,
         _ body: @escaping @Sendable (LoadEnvironment) async throws -> T
     ) async throws -> T {
-        let configuration = try site.configuration(values)
+        let configuration = try SIWAConfiguration.load(from: values)
         // The server sees only its settings (and where to find templates/ and Public/), never this process's
         // environment: a DATABASE_URL exported in the shell must not point the load at a real database.
         var serverEnvironment = values
@@ -86,8 +90,9 @@ struct LoadEnvironment: Sendable {
         }
         // No notifications from the emulator: the load never triggers one (`appInProcess` false).
         var value: T?
-        try await site.runWithEmulator(configuration, false, emulatorPort, logger) { emulator in
-            let server = try ServerProcess.startServe(environment: serverEnvironment, logPath: dataDirectory + "/server.log")
+        try await runWithEmulator(configuration, appInProcess: false, emulatorPort: emulatorPort, logger: logger) { emulator in
+            let server = try ServerProcess.startServe(binary: binary, environment: serverEnvironment,
+                                                      logPath: dataDirectory + "/server.log")
             do {
                 try await waitUntilHealthy(server, url: configuration.publicURL + "/healthz")
                 value = try await body(LoadEnvironment(configuration: configuration, emulator: emulator,
@@ -100,6 +105,29 @@ struct LoadEnvironment: Sendable {
         }
         guard let value else { throw LoadTestError("the emulator stopped before the load ran") }
         return value
+    }
+
+    /// Starts the emulator for `configuration` on 127.0.0.1:`emulatorPort` and, when `appInProcess`, the app
+    /// too, built by ``Site/makeDependencies(configuration:logger:overrides:sealingKey:)`` as `siwa serve`
+    /// builds it (only then does the emulator send the app Apple's notifications); runs `body` with the
+    /// emulator's state once both listen (``SiteWithEmulator``), and stops them again, also when `body` throws.
+    private static func runWithEmulator(
+        _ configuration: SIWAConfiguration, appInProcess: Bool, emulatorPort: Int, logger: Logger,
+        _ body: (AppleIDEmulatorState) async throws -> Void
+    ) async throws {
+        let dependencies: SIWADependencies? =
+            if appInProcess { try await Site.makeDependencies(configuration: configuration, logger: logger) } else { nil }
+        let emulatorConfiguration = EmulatorConfiguration.forSite(configuration, notifyApp: appInProcess)
+        let emulator = try AppleIDEmulatorState(configuration: emulatorConfiguration)
+        do {
+            try await SiteWithEmulator.run(
+                dependencies: dependencies, emulatorConfiguration: emulatorConfiguration, emulator: emulator,
+                emulatorPort: emulatorPort, appLogger: logger, logger: logger) { try await body(emulator) }
+        } catch {
+            await emulator.shutdown()
+            throw error
+        }
+        await emulator.shutdown()
     }
 
     /// Polls `/healthz` until it answers 200 (the server has migrated and listens), for at most a minute.

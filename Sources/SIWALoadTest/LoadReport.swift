@@ -33,6 +33,8 @@ struct LatencySummary: Codable, Sendable {
 public struct LoadReport: Codable, Sendable {
     /// `process`: the app ran as its own `siwa serve`; `in-process`: beside the emulator and the load generator.
     var server: String
+    /// The `siwa` binary started as the server (`process`); nil in-process.
+    var serverBinary: String?
     var concurrency: Int
     var tokenLatencyMilliseconds: Int
     var durationSeconds: Double
@@ -91,7 +93,7 @@ public struct LoadReport: Codable, Sendable {
         let beyond = callbackBeyondExchangeMilliseconds.map { fmt($0) } ?? "n/a"
         print("""
 
-        siwa loadtest — server \(server), \(concurrency) virtual browsers, token endpoint latency \(tokenLatencyMilliseconds) ms, \
+        siwa-loadtest — server \(server)\(serverBinary.map { " (\($0) serve)" } ?? ""), \(concurrency) virtual browsers, token endpoint latency \(tokenLatencyMilliseconds) ms, \
         \(fmt(durationSeconds)) s measured after \(fmt(warmupSeconds)) s warm-up, database \(database)
           flows completed       \(flows)   (\(fmt(flowsPerSecond)) flows/s)
           callbacks completed   \(callbacks)   (\(fmt(callbacksPerSecond)) callbacks/s)

@@ -47,7 +47,7 @@ struct LoadRun: Sendable {
         let clock = ContinuousClock()
         let measureStart = clock.now.advanced(by: .milliseconds(Int64(options.warmup * 1000)))
         let end = measureStart.advanced(by: .milliseconds(Int64(options.duration * 1000)))
-        print("siwa loadtest: app \(appURL), emulator \(configuration.appleBaseURL), \(options.concurrency) browsers, "
+        print("siwa-loadtest: app \(appURL), emulator \(configuration.appleBaseURL), \(options.concurrency) browsers, "
               + "token latency \(options.latencyMs) ms, warm-up \(options.warmup) s, measuring \(options.duration) s …")
 
         // Readings at the window's edges, taken beside the load.
@@ -90,7 +90,7 @@ struct LoadRun: Sendable {
         let floorAfterIdle = try await CryptoFloor.twoVerificationsAfterIdleMicroseconds(
             idToken: floorProbe.idToken, key: floorProbe.key, idle: .microseconds(Int64(idleSeconds * 1_000_000)))
         return LoadReport(
-            server: environment.server == nil ? "in-process" : "process",
+            server: environment.server == nil ? "in-process" : "process", serverBinary: environment.server?.binary,
             concurrency: options.concurrency, tokenLatencyMilliseconds: options.latencyMs,
             durationSeconds: options.duration, warmupSeconds: options.warmup,
             database: configuration.databaseURL.redactedDescription,

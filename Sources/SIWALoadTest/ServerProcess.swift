@@ -1,47 +1,61 @@
 import Foundation
 
 /// `siwa serve` started as a child process of the load test, so that its CPU time and memory are its own
-/// (read from `/proc/PID`) and not mixed with the emulator's and the load generator's.
+/// (read from `/proc/PID`) and not mixed with the emulator's and the load generator's. The server is the
+/// `siwa` binary itself (the one that is deployed), not this one: `siwa-loadtest` serves nothing.
 ///
 /// `@unchecked Sendable`: Foundation's `Process` is a class without Sendable annotations; this type only
 /// reads its pid and running state and sends it signals, which are thread-safe.
 final class ServerProcess: @unchecked Sendable {
     private let process: Process
     let pid: Int32
+    /// The `siwa` binary it runs.
+    let binary: String
     /// Where the server's standard output and error go.
     let logPath: String
 
-    private init(process: Process, logPath: String) {
+    private init(process: Process, binary: String, logPath: String) {
         self.process = process
         self.pid = process.processIdentifier
+        self.binary = binary
         self.logPath = logPath
     }
 
-    /// Starts this very executable as `siwa serve` with exactly `environment` (no variable of the load
-    /// test's own environment leaks into the server's settings).
-    static func startServe(environment: [String: String], logPath: String) throws -> ServerProcess {
+    /// Starts the `siwa` binary at `binary` as `siwa serve` with exactly `environment` (no variable of the
+    /// load test's own environment leaks into the server's settings).
+    static func startServe(binary: String, environment: [String: String], logPath: String) throws -> ServerProcess {
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw LoadTestError("no siwa executable at \(binary)")
+        }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         guard let log = FileHandle(forWritingAtPath: logPath) else {
             throw LoadTestError("cannot write the server's log at \(logPath)")
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try currentExecutable())
+        process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve"]
         process.environment = environment
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        return ServerProcess(process: process, logPath: logPath)
+        return ServerProcess(process: process, binary: binary, logPath: logPath)
     }
 
-    /// The path of the running `siwa` binary (the server is the same build as the load test).
-    static func currentExecutable() throws -> String {
+    /// The `siwa` of the same build: beside this executable (`swift build` puts both products in one folder,
+    /// `.build/release/siwa` beside `.build/release/siwa-loadtest`), symbolic links resolved.
+    static func siwaBesideThisExecutable() throws -> String {
+        let executable: String
         do {
-            return try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         } catch {
-            throw LoadTestError("cannot find this executable through /proc/self/exe (Linux only): \(error)")
+            throw LoadTestError("cannot find this executable through /proc/self/exe (Linux only): \(error); give --siwa PATH")
         }
+        let siwa = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("siwa").path
+        guard FileManager.default.isExecutableFile(atPath: siwa) else {
+            throw LoadTestError("no siwa beside this executable (\(siwa)): build it too (swift build --product siwa, with the same -c), or give --siwa PATH")
+        }
+        return siwa
     }
 
     var isRunning: Bool { process.isRunning }

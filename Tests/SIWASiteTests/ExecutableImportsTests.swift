@@ -1,28 +1,18 @@
 import Foundation
-import SIWASite
 import Testing
 
-/// The executable is thin (docs/architecture.md, "Targets"): every file of `Sources/siwa` parses arguments
+/// The executables are thin (docs/architecture.md, "Targets"): every file of `Sources/siwa` parses arguments
 /// and calls SIWASite, so it imports ArgumentParser and SIWASite and nothing else — no Foundation (the
-/// environment, files and standard error are SIWASite's ``SiteProcess``), no SIWALoadTest (`Site.loadTest`).
-@Suite("The executable imports only ArgumentParser and SIWASite")
+/// environment, files and standard error are SIWASite's ``SiteProcess``); every file of `Sources/siwa-loadtest`
+/// calls SIWALoadTest's command and imports nothing else. (That `siwa` links no load generator at all is
+/// DependencyDirectionTests'.)
+@Suite("The executables import only their one library (and ArgumentParser)")
 struct ExecutableImportsTests {
-    static let allowed: Set<String> = ["ArgumentParser", "SIWASite"]
-
-    /// The modules a Swift file imports: each `import` declaration's module, whatever its attributes
-    /// (`@preconcurrency`, `@_exported`), access level (`public import`) or kind (`import struct M.T`).
-    static func importedModules(in text: String) -> [String] {
-        let modifiers: Set<String> = ["public", "package", "internal", "fileprivate", "private"]
-        let kinds: Set<String> = ["typealias", "struct", "class", "enum", "protocol", "let", "var", "func"]
-        return text.split(whereSeparator: \.isNewline).compactMap { line in
-            var words = line.split(whereSeparator: \.isWhitespace).map(String.init)
-            while let first = words.first, first.hasPrefix("@") || modifiers.contains(first) { words.removeFirst() }
-            guard words.first == "import", words.count >= 2 else { return nil }
-            words.removeFirst()
-            if kinds.contains(words[0]), words.count >= 2 { words.removeFirst() }
-            return words[0].split(separator: ".").first.map(String.init)
-        }
-    }
+    /// Each executable's folder and what its files may import.
+    static let allowed: [(folder: String, modules: Set<String>)] = [
+        ("Sources/siwa", ["ArgumentParser", "SIWASite"]),
+        ("Sources/siwa-loadtest", ["SIWALoadTest"]),
+    ]
 
     @Test("the parser finds a module behind attributes, access levels and kinds")
     func parser() {
@@ -34,18 +24,19 @@ struct ExecutableImportsTests {
             // import Commented
             let important = 1
             """
-        #expect(Self.importedModules(in: text) == ["ArgumentParser", "Foundation", "SIWALoadTest", "Logging"])
+        #expect(SourceTree.importedModules(in: text) == ["ArgumentParser", "Foundation", "SIWALoadTest", "Logging"])
     }
 
-    @Test("every file in Sources/siwa imports only ArgumentParser and SIWASite")
-    func onlyArgumentParserAndSite() throws {
-        let folder = ResourceLocator.packageRoot + "/Sources/siwa"
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".swift") }.sorted()
-        #expect(files.contains("SIWACommand.swift"), "Sources/siwa holds \(files)")
+    @Test("every file in Sources/siwa imports only ArgumentParser and SIWASite; in Sources/siwa-loadtest, only SIWALoadTest",
+          arguments: ExecutableImportsTests.allowed.map(\.folder))
+    func onlyTheirLibrary(folder: String) throws {
+        let allowed = try #require(Self.allowed.first { $0.folder == folder }?.modules)
+        let files = SourceTree.swiftFiles(under: folder)
+        #expect(!files.isEmpty, "\(folder) holds no Swift file")
         for file in files {
-            let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
-            let others = Self.importedModules(in: text).filter { !Self.allowed.contains($0) }
-            #expect(others.isEmpty, "Sources/siwa/\(file) imports \(others.joined(separator: ", ")): route it through SIWASite")
+            let text = try String(contentsOfFile: SourceTree.root + "/" + file, encoding: .utf8)
+            let others = SourceTree.importedModules(in: text).filter { !allowed.contains($0) }
+            #expect(others.isEmpty, "\(file) imports \(others.joined(separator: ", ")): route it through \(allowed.sorted().joined(separator: " or "))")
         }
     }
 }

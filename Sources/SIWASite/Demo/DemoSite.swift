@@ -36,7 +36,7 @@ public enum DemoEmulator {
     }
 }
 
-/// The app and its Apple ID emulator run together on loopback in this process: what `siwa loadtest`
+/// The app and its Apple ID emulator run together on loopback in this process: what `siwa-loadtest`
 /// starts, and what the end-to-end tests start.
 public enum SiteWithEmulator {
     /// Starts the emulator on `127.0.0.1:emulatorPort` and, given its dependencies, the app (on its
