@@ -110,7 +110,7 @@ public enum Site {
         httpConfiguration.maximumConnectionsPerHost = 1024
         httpConfiguration.maximumTotalConnections = 1024
         // Apple's answer never preempts a request being answered: it waits for a free core or that
-        // request's turn to end (`siwa loadtest` at 512 browsers: lower in six interleaved pairs of six,
+        // request's turn to end (`siwa-loadtest` at 512 browsers: lower in six interleaved pairs of six,
         // ~4.5 %; README "Performance").
         httpConfiguration.networkThreadYields = true
         return CurlHTTPClient(configuration: httpConfiguration)

@@ -37,7 +37,7 @@ enum Dialect: Sendable, Equatable {
 
     /// Whether a returning sign-in reads the account in the `UPDATE` of its sign-in times
     /// (`UPDATE … RETURNING`) instead of a `SELECT` before it. On PostgreSQL that is one round trip of
-    /// the sign-in's nine fewer (`siwa loadtest`: lower in all five interleaved pairs). SQLite builds a
+    /// the sign-in's nine fewer (`siwa-loadtest`: lower in all five interleaved pairs). SQLite builds a
     /// temporary table for every `RETURNING`, which cost more than the second statement saves (higher
     /// in six interleaved pairs of six at 16 browsers).
     var touchesAccountWithReturning: Bool {

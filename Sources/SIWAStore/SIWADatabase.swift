@@ -66,7 +66,7 @@ public final class SIWADatabase: StoreRoom {
     /// idles; with two per core, 512 concurrent sign-ins on 2 cores queued for connections while the CPU
     /// was not busy. With 8 on 2 cores they still queued, and handing a connection to a waiting request
     /// cost the pool 7 % of the server's CPU (each waiter's timeout is a timer the hand-over cancels);
-    /// 16 took 11 % less CPU per sign-in and answered 7 % more sign-ins per second (`siwa loadtest`,
+    /// 16 took 11 % less CPU per sign-in and answered 7 % more sign-ins per second (`siwa-loadtest`,
     /// 512 browsers). `POSTGRES_MAX_CONNECTIONS` sets it.
     public static var defaultPostgresPoolSize: Int { max(16, 4 * ProcessInfo.processInfo.activeProcessorCount) }
     /// SQLite readers open at most at once: they run beside the single writer (WAL), each statement on the

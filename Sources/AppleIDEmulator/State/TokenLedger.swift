@@ -189,7 +189,7 @@ struct TokenLedger: Sendable {
 }
 
 /// Random identifiers in Apple's shapes. Hex.encode and zeroPadded, not String(format:): Foundation's
-/// formatting was 2.5 % of the CPU of `siwa loadtest` (a code, tokens and a sub per sign-in).
+/// formatting was 2.5 % of the CPU of `siwa-loadtest` (a code, tokens and a sub per sign-in).
 enum RandomIdentifiers {
     static func hex(_ byteCount: Int) -> String {
         Hex.encode(SecureRandom.bytes(count: byteCount))

@@ -104,7 +104,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Up to this many requests in flight, a submitter starts its request itself when it can. With more,
     /// the network thread wakes for answers all the time and starts new requests on those turns at no
     /// extra wake-up, and libcurl's work cost the submitting event loop more than it saved the network
-    /// thread (`siwa loadtest` at 512 browsers: 509 against 470 µs of server CPU per sign-in; at 16,
+    /// thread (`siwa-loadtest` at 512 browsers: 509 against 470 µs of server CPU per sign-in; at 16,
     /// where each start cost the thread a wake-up of its own, 625–778 against 676–791 µs).
     static let startHereUpTo = 32
 

@@ -99,7 +99,7 @@ public struct SIWAConfiguration: Sendable {
     /// makes Swift Concurrency's executor. Applied once, as the process starts (see `SIWACommand.main`).
     public var eventLoopThreads: Int = SIWAConfiguration.defaultEventLoopThreads
     /// Half the cores the process may use, at least one: the rest is left to libcurl's thread, SQLite's
-    /// checkpointer and the kernel's network stack, which every request also keeps busy (`siwa loadtest`
+    /// checkpointer and the kernel's network stack, which every request also keeps busy (`siwa-loadtest`
     /// measured less CPU per sign-in and more sign-ins per second this way on 2 cores than with one
     /// loop per core).
     public static var defaultEventLoopThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount / 2) }

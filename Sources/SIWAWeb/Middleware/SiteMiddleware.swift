@@ -11,7 +11,7 @@ import Logging
 ///
 /// Each step is a plain call. Every middleware layer is an async frame and a generic hop of its own,
 /// and on a server that is mostly idle between requests each costs a request ~10 µs of cold caches
-/// (`siwa loadtest` at 16 browsers, see docs/performance/).
+/// (`siwa-loadtest` at 16 browsers, see docs/performance/).
 struct SiteMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let trustedProxies: TrustedProxies
