@@ -106,7 +106,7 @@ enum Backend: @unchecked Sendable {
         do {
             return .sqlite(try SQLitePool(path: path, maximumReaders: poolSize, logger: logger), deletePath: deleteOnClose ? path : nil)
         } catch {
-            throw SIWADatabase.map(error)
+            throw StoreCore.map(error)
         }
     }
 

@@ -7,7 +7,7 @@ public struct BackupRepository: StoreRoom {
     let core: StoreCore
 }
 
-/// Why ``SIWADatabase/backup(to:overwrite:)`` did not write a copy.
+/// Why ``BackupRepository/backup(to:overwrite:)`` did not write a copy.
 public struct BackupError: Error, Sendable, CustomStringConvertible {
     public let description: String
 

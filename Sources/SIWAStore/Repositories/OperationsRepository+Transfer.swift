@@ -11,7 +11,7 @@ public struct TransferAccount: Sendable, Equatable {
     }
 }
 
-/// What ``SIWADatabase/moveAccount(userID:from:to:now:)`` did.
+/// What ``OperationsRepository/moveAccount(userID:from:to:now:)`` did.
 public enum TransferMove: Sendable, Equatable {
     /// The account's `sub` was one of the expected ones and is now the new one.
     case moved

@@ -94,7 +94,7 @@ public struct OutboxEntry: Sendable, Equatable {
     public var lastError: String?
 }
 
-/// What ``SIWADatabase/signOutEverywhere(userID:)`` ended.
+/// What ``SessionRepository/signOutEverywhere(userID:)`` ended.
 public struct SignedOutEverywhere: Sendable, Equatable {
     public var webSessions = 0
     public var appSessions = 0
