@@ -239,7 +239,7 @@ let package = Package(
         .testTarget(
             name: "SIWAWebTests",
             dependencies: [
-                "SIWASite", "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport", "HTTP1Server",
+                "SIWAWeb", "AppleSignIn", "SIWAStore", "JOSE", "CurlHTTP", "SIWATestSupport", "HTTP1Server",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -261,7 +261,7 @@ struct CallbackTests {
 
     @Test("Apple's token endpoint failures give the error page with the right status and no session", arguments: Backend.allCases)
     func exchangeFailures(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["APPLE_TIMEOUT": "3"]) { app, browser in
+        try await TestApp.run(backend, configure: { $0.appleTimeout = .seconds(3) }) { app, browser in
             // warm the key cache first, so the short timeout applies only to the token endpoint
             try await app.signIn(browser.fresh(), sub: "001.j-warm")
             let cases: [(LoopbackApple.Behaviour, Int, String)] = [
@@ -327,7 +327,7 @@ struct CallbackTests {
 
     @Test("PROFILE_FALLBACK=ask asks for the name, then signs in", arguments: Backend.allCases)
     func askForName(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["PROFILE_FALLBACK": "ask"]) { app, browser in
+        try await TestApp.run(backend, configure: { $0.profileFallback = .ask }) { app, browser in
             let started = try await app.start(browser)
             let response = try await browser.postForm("/auth/apple/callback", try await app.callbackForm(started, sub: "001.n"))
             #expect(response.status == .ok && response.page == "profile")

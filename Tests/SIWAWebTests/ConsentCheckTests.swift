@@ -2,7 +2,6 @@ import Foundation
 import HummingbirdTesting
 import Logging
 import SIWAStore
-import SIWASite
 import SIWATestSupport
 import Testing
 
@@ -105,8 +104,7 @@ struct ConsentCheckTests {
             app.apple.setBehaviour(.delay(.seconds(3)), for: "/auth/token")
             var configuration = app.dependencies.configuration
             configuration.appleTimeout = .seconds(1)
-            let impatient = try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
-                                                            overrides: SiteOverrides(database: app.database))
+            let impatient = try await TestApp.dependencies(configuration, database: app.database)
             var checkConfiguration = ConsentCheckService.Configuration()
             checkConfiguration.callSpacing = .zero
             let service = ConsentCheckService(dependencies: impatient, logger: TestDatabase.quietLogger, configuration: checkConfiguration,

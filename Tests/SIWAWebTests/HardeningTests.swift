@@ -31,7 +31,7 @@ struct HardeningTests {
 
     @Test("SESSION_COOKIE_DOMAIN: the session cookie becomes __Secure- with Domain", arguments: [Backend.sqlite])
     func sharedDomain(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["SESSION_COOKIE_DOMAIN": "example.com"]) { app, browser in
+        try await TestApp.run(backend, configure: { $0.sessionCookieDomain = "example.com" }) { app, browser in
             let response = try await app.signIn(browser, sub: "011.domain")
             let session = try #require(response.headers[values: .setCookie].first { $0.hasPrefix("__Secure-siwa_session=") })
             #expect(session.contains("Domain=example.com") && session.contains("Secure"))
@@ -41,7 +41,11 @@ struct HardeningTests {
 
     @Test("http PUBLIC_URL (demo, local): plain cookie names", arguments: [Backend.sqlite])
     func plainNamesOnHTTP(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["PUBLIC_URL": "http://localhost:8080", "APPLE_REDIRECT_URI": "https://app.example.com/auth/apple/callback"]) { app, browser in
+        try await TestApp.run(backend, configure: {
+            $0.publicURL = "http://localhost:8080"
+            $0.redirectURI = "https://app.example.com/auth/apple/callback"
+            $0.siteName = "localhost"
+        }) { app, browser in
             let response = try await app.signIn(browser, sub: "011.plain")
             #expect(response.headers[values: .setCookie].contains { $0.hasPrefix("siwa_session=") })
         }
@@ -50,7 +54,7 @@ struct HardeningTests {
     @Test("METRICS_TOKEN: /metrics needs it as a bearer token", arguments: [Backend.sqlite])
     func metricsToken(backend: Backend) async throws {
         let token = "0123456789abcdef0123"
-        try await TestApp.run(backend, settings: ["METRICS_TOKEN": token]) { _, browser in
+        try await TestApp.run(backend, configure: { $0.metricsToken = token }) { _, browser in
             #expect(try await browser.get("/metrics").status == .unauthorized)
             #expect(try await browser.get("/metrics", headers: [.authorization: "Bearer wrong-token-of-some-length"]).status == .unauthorized)
             let scraped = try await browser.get("/metrics", headers: [.authorization: "Bearer \(token)"])
@@ -61,7 +65,7 @@ struct HardeningTests {
     @Test("METRICS_PORT: /metrics on its own listener, not on the public one", arguments: [Backend.sqlite])
     func metricsPort(backend: Backend) async throws {
         let port = try await FreePorts.take(1)[0]
-        try await TestApp.run(backend, settings: ["METRICS_PORT": String(port)], live: true) { _, browser in
+        try await TestApp.run(backend, configure: { $0.metricsPort = port }, live: true) { _, browser in
             #expect(try await browser.get("/metrics").status == .notFound)
             var answer: Int?
             for _ in 0..<50 {   // the second listener starts beside the first

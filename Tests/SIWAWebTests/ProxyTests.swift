@@ -132,7 +132,7 @@ struct ProxyLiveTests {
 
     @Test("an untrusted peer's forged X-Forwarded-For is ignored: its requests share its own bucket", arguments: [Backend.sqlite])
     func forgedForwardedFor(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true,
+        try await TestApp.run(backend, configure: { $0.rateLimitPerMinute = 2; $0.trustedProxies = try TrustedProxies.parse("127.0.0.1").get() }, live: true,
                               now: TestApp.stillClock()) { _, browser in
             let port = try #require(browser.port)
             var statuses: [Int] = []
@@ -148,7 +148,7 @@ struct ProxyLiveTests {
 
     @Test("behind the trusted proxy: per client address, per matched route, whatever the path spelling", arguments: [Backend.sqlite])
     func perClientPerRoute(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "2", "TRUSTED_PROXIES": "127.0.0.1"], live: true,
+        try await TestApp.run(backend, configure: { $0.rateLimitPerMinute = 2; $0.trustedProxies = try TrustedProxies.parse("127.0.0.1").get() }, live: true,
                               now: TestApp.stillClock()) { _, browser in
             let port = try #require(browser.port)
             func get(_ path: String, client: String) async throws -> Int {
@@ -176,7 +176,7 @@ struct ProxyLiveTests {
 
     @Test("sign-ins in progress are capped per client: one client cannot use up the table for everyone", arguments: Backend.allCases)
     func perClientCap(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "3", "TRUSTED_PROXIES": "127.0.0.1"], live: true) { app, browser in
+        try await TestApp.run(backend, configure: { $0.maximumPendingAuthorizationsPerClient = 3; $0.trustedProxies = try TrustedProxies.parse("127.0.0.1").get() }, live: true) { app, browser in
             let port = try #require(browser.port)
             let before = try await app.database.sessions.countPendingAuthorizations(now: Int64(Date().timeIntervalSince1970))
             var statuses: [Int] = []
@@ -210,7 +210,7 @@ struct SignInStartTests {
 
     @Test("the native nonce counts against the same per-client cap", arguments: [Backend.sqlite])
     func nativeNonceCapped(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS_PER_CLIENT": "2"]) { _, browser in
+        try await TestApp.run(backend, configure: { $0.maximumPendingAuthorizationsPerClient = 2 }) { _, browser in
             #expect(try await browser.get("/auth/apple").status == .seeOther)
             #expect(try await browser.send("/auth/apple/native/nonce", method: .post, body: nil).status == .ok)
             let refused = try await browser.send("/auth/apple/native/nonce", method: .post, body: nil)
@@ -244,7 +244,7 @@ struct SignInStartTests {
 
     @Test("one client never takes the whole table, whatever the two caps say (SPEC §9)", arguments: [Backend.sqlite])
     func perClientBelowTotal(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["MAX_PENDING_AUTHORIZATIONS": "60"]) { app, browser in
+        try await TestApp.run(backend, configure: { $0.maximumPendingAuthorizations = 60 }) { app, browser in
             var started = 0
             for _ in 1...60 where try await browser.get("/auth/apple").status == .seeOther { started += 1 }
             #expect(started == 6)

@@ -2,7 +2,6 @@ import CurlHTTP
 import Foundation
 import Logging
 import SIWAStore
-import SIWASite
 import SIWATestSupport
 import Synchronization
 import Testing
@@ -14,16 +13,17 @@ import Testing
 /// share one database and one loopback Apple that counts the calls per refresh token.
 @Suite("Several instances on one database")
 struct SeveralInstancesTests {
-    /// `count` instances on one private database, each with its own pool (the first is the test database's own).
-    static func instances(_ test: TestDatabase, count: Int, apple: LoopbackApple, settings: [String: String] = [:]) async throws
-        -> [SIWADependencies] {
-        let configuration = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: settings))
-        let http = Site.appleHTTPClient(for: configuration)
+    /// `count` instances on one private database, each with its own pool (the first is the test database's own);
+    /// `configure` changes their configuration as settings would.
+    static func instances(
+        _ test: TestDatabase, count: Int, apple: LoopbackApple, configure: (inout SIWAConfiguration) throws -> Void = { _ in }
+    ) async throws -> [SIWADependencies] {
+        let configuration = try TestApp.configuration(apple: apple, edit: configure)
+        let http = TestApp.appleHTTPClient(for: configuration)
         var instances: [SIWADependencies] = []
         for index in 0..<count {
             let database = index == 0 ? test.db : try await test.openAnother(poolSize: 2)
-            instances.append(try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
-                                                             overrides: SiteOverrides(database: database, http: http)))
+            instances.append(try await TestApp.dependencies(configuration, database: database, http: http))
         }
         return instances
     }
@@ -36,12 +36,12 @@ struct SeveralInstancesTests {
 
     /// Runs `body` with `count` instances (three unless given) and a loopback Apple, closing them afterwards whatever happens.
     static func withInstances(
-        _ backend: Backend, count: Int = 3, settings: [String: String] = [:],
+        _ backend: Backend, count: Int = 3, configure: (inout SIWAConfiguration) throws -> Void = { _ in },
         _ body: ([SIWADependencies], LoopbackApple) async throws -> Void
     ) async throws {
         try await LoopbackApple.with { apple in
             try await withDatabase(backend, poolSize: 2) { test in
-                let instances = try await Self.instances(test, count: count, apple: apple, settings: settings)
+                let instances = try await Self.instances(test, count: count, apple: apple, configure: configure)
                 do {
                     try await body(instances, apple)
                 } catch {
@@ -169,8 +169,10 @@ struct SeveralInstancesTests {
 
     @Test("a slow Apple and a short lease: three workers revoke each token exactly once", arguments: Backend.allCases)
     func slowAppleRevokesOnce(backend: Backend) async throws {
-        let settings = ["APPLE_TIMEOUT": "3", "REVOCATION_LEASE_SECONDS": "5"]
-        try await Self.withInstances(backend, settings: settings) { instances, apple in
+        try await Self.withInstances(backend, configure: {
+            $0.appleTimeout = .seconds(3)
+            $0.revocationLease = .seconds(5)
+        }) { instances, apple in
             // setup: 16 deleted accounts, a revocation queued for each; Apple takes 0.5 s a revoke, so one
             // worker's batch of 16 (8 s) outlasts its 5-second lease. (Apple's answer stays well inside
             // APPLE_TIMEOUT even on a loaded machine: a timed-out revoke that Apple did receive is sent
@@ -199,8 +201,10 @@ struct SeveralInstancesTests {
 
     @Test("a slow Apple and a short claim: three instances validate each refresh token exactly once", arguments: Backend.allCases)
     func slowAppleConsentCheckedOnce(backend: Backend) async throws {
-        let settings = ["APPLE_TIMEOUT": "3", "CONSENT_CHECK_CLAIM_SECONDS": "5"]
-        try await Self.withInstances(backend, settings: settings) { instances, apple in
+        try await Self.withInstances(backend, configure: {
+            $0.appleTimeout = .seconds(3)
+            $0.consentCheckClaim = .seconds(5)
+        }) { instances, apple in
             // setup: 16 people due; Apple takes 0.5 s a validation, so one instance's batch of 16 (8 s)
             // outlasts its 5-second claim, while each answer stays well inside APPLE_TIMEOUT
             try await Self.seed(instances[0], apple: apple, prefix: "slow", count: 16)

@@ -150,7 +150,7 @@ struct StoredTokenTests {
 
     @Test("a token parked with a pending profile is bound to it, then to the account the profile becomes", arguments: [Backend.sqlite])
     func pendingProfileTokenMovesToTheAccount(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["PROFILE_FALLBACK": "ask"]) { app, browser in
+        try await TestApp.run(backend, configure: { $0.profileFallback = .ask }) { app, browser in
             // setup: a first sign-in without a name parks the token with the pending profile
             let started = try await app.start(browser)
             let form = try await app.callbackForm(started, sub: "st.profile")

@@ -118,7 +118,7 @@ struct SurfaceTests {
 
     @Test("rate limit: 429 with Retry-After past the per-minute budget", arguments: [Backend.sqlite])
     func rateLimit(backend: Backend) async throws {
-        try await TestApp.run(backend, settings: ["RATE_LIMIT_PER_MINUTE": "3"], now: TestApp.stillClock()) { _, browser in
+        try await TestApp.run(backend, configure: { $0.rateLimitPerMinute = 3 }, now: TestApp.stillClock()) { _, browser in
             for _ in 0..<3 { #expect(try await browser.get("/auth/apple").status == .seeOther) }
             let limited = try await browser.get("/auth/apple")
             #expect(limited.status == .tooManyRequests && limited.page == "error")

@@ -1,6 +1,5 @@
 import Foundation
 import JOSE
-import SIWASite
 import SIWAStore
 import SIWATestSupport
 import Testing
@@ -29,8 +28,10 @@ struct TokenKeyChangeTests {
         let (oldKey, newKey, strangerKey) = (AESGCMKey.generate(), AESGCMKey.generate(), AESGCMKey.generate())
         let fixture = try OIDCFixture()
         defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
-        let settings = fixture.settings.merging(["TOKEN_ENCRYPTION_KEY": Base64.encode(oldKey.bytes)]) { $1 }
-        try await TestApp.run(backend, settings: settings) { app, browser in
+        try await TestApp.run(backend, configure: {
+            try fixture.configure(&$0)
+            $0.tokenEncryptionKey = oldKey
+        }) { app, browser in
             // setup, under the old key: three people signed in, one account whose token is still of the unbound
             // form (a release before v2), a sign-in waiting for its name, two outbox items held for later (one
             // sealed with a key this site never had), and the OpenID signing key stored at start
@@ -60,8 +61,7 @@ struct TokenKeyChangeTests {
             var changed = app.dependencies.configuration
             changed.tokenEncryptionKey = newKey
             changed.tokenEncryptionKeyPrevious = oldKey
-            let restarted = try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
-                                                            overrides: SiteOverrides(database: app.database))
+            let restarted = try await TestApp.dependencies(changed, database: app.database)
             defer { Task { await restarted.apple.shutdown() } }
             // validate: the unbound token was bound with the new key at start; everything else is still the old key's,
             // and reads
@@ -96,11 +96,11 @@ struct TokenKeyChangeTests {
             #expect(try await restarted.resealStoredSecrets() == KeyChangeReport(resealed: 0, alreadyCurrent: 7, unreadable: 1))
 
             // MUT 3: the previous key removed while something the change cannot move is left: refused (SPEC §14),
-            // the database still records the old key with the new one as the change's target
+            // the database still records the old key with the new one as the change's target (the web layer's
+            // refusal; SIWASite makes it the one-line SiteFailure, SealingKeyRotationTests)
             changed.tokenEncryptionKeyPrevious = nil
-            await #expect(throws: SiteFailure.self) {
-                try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
-                                                overrides: SiteOverrides(database: app.database))
+            await #expect(throws: SealingKeyRefusal.self) {
+                try await TestApp.dependencies(changed, database: app.database)
             }
             #expect(try await app.database.operations.sealingKey()?.fingerprint == SealingKeyFingerprint.of(oldKey))
             #expect(try await restarted.finishSealingKeyRotation(after: report) == false)
@@ -118,8 +118,7 @@ struct TokenKeyChangeTests {
                 recordedAt: try #require(try await app.database.operations.sealingKey()).recordedAt,
                 updatedAt: try #require(try await app.database.operations.sealingKey()).updatedAt))
             // the site reads everything with the new key alone, the OpenID key signs from the database
-            let settled = try await Site.makeDependencies(configuration: changed, logger: TestDatabase.quietLogger,
-                                                          overrides: SiteOverrides(database: app.database))
+            let settled = try await TestApp.dependencies(changed, database: app.database)
             defer { Task { await settled.apple.shutdown() } }
             let set = try #require(try await settled.oidcKeys?.keySet())
             let signer = set.signer(at: now)
@@ -131,7 +130,7 @@ struct TokenKeyChangeTests {
     @Test("reseal never writes over a row rewritten since it was read (compare-and-set on the old ciphertext)", arguments: [Backend.sqlite])
     func compareAndSet(backend: Backend) async throws {
         let (oldKey, newKey) = (AESGCMKey.generate(), AESGCMKey.generate())
-        try await TestApp.run(backend, settings: ["TOKEN_ENCRYPTION_KEY": Base64.encode(oldKey.bytes)]) { app, browser in
+        try await TestApp.run(backend, configure: { $0.tokenEncryptionKey = oldKey }) { app, browser in
             try await app.signIn(browser, sub: "cas.a")
             let (account, token) = try await app.accountAndToken(sub: "cas.a")
             let place = SealedTokenPlace.account(userID: account.id, clientID: token.clientID)

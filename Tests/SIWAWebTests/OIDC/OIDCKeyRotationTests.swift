@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
-import SIWASite
 import SIWAStore
 import SIWATestSupport
 import Testing
@@ -123,8 +122,7 @@ struct OIDCKeyRotationTests {
             configuration.oidc?.signingKeys = keys
             // MUT: an instance starts with the new file
             let started = clock.now()
-            let restarted = try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
-                                                            overrides: SiteOverrides(database: app.database, now: clock.now))
+            let restarted = try await TestApp.dependencies(configuration, database: app.database, now: clock.now)
             // validate (the clock runs: on a loaded machine the start may cross a second's end)
             let now = clock.now()
             let rows = try await app.database.oidc.oidcSigningKeys()
@@ -149,11 +147,11 @@ struct OIDCKeyRotationTests {
         let fixture = try OIDCFixture()
         defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
         try await withDatabase(backend, poolSize: 2) { test in
-            let configuration = try SIWAConfiguration.load(from: try OIDCConfigurationTests.production(fixture.settings))
+            // a production site (Apple's own base URL: nothing here calls it) with the fixture's provider
+            let configuration = try TestApp.configuration(appleBaseURL: "https://appleid.apple.com") { try fixture.configure(&$0) }
             var instances: [SIWADependencies] = []
             for _ in 0..<2 {
-                instances.append(try await Site.makeDependencies(configuration: configuration, logger: TestDatabase.quietLogger,
-                                                                 overrides: SiteOverrides(database: test.db, oidcKeyRefresh: 1)))
+                instances.append(try await TestApp.dependencies(configuration, database: test.db, oidcKeyRefresh: 1))
             }
             defer { for instance in instances { Task { await instance.apple.shutdown() } } }
             let now = { Int64(Date().timeIntervalSince1970) }

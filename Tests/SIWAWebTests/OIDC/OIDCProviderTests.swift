@@ -14,10 +14,10 @@ struct OIDCProviderTests {
     static let issuer = "https://app.example.com"
 
     /// Runs `test` with the fixture's clients and keys registered, on `backend`.
-    static func run(_ backend: Backend, clock: TestClock = TestClock(), settings: [String: String] = [:],
+    static func run(_ backend: Backend, clock: TestClock = TestClock(),
                     _ test: @escaping @Sendable (TestApp, Browser, OIDCFixture) async throws -> Void) async throws {
         let fixture = try OIDCFixture()
-        try await TestApp.run(backend, settings: fixture.settings.merging(settings) { $1 }, now: clock.now) { app, browser in
+        try await TestApp.run(backend, configure: { try fixture.configure(&$0) }, now: clock.now) { app, browser in
             try await test(app, browser, fixture)
         }
         try? FileManager.default.removeItem(atPath: fixture.directory)

@@ -25,7 +25,6 @@ struct OIDCFixture {
     static let publicRedirect = "https://spa.example.com/callback"
 
     let directory: String
-    let settings: [String: String]
     let previousKey: RSAPrivateKey
 
     init() throws {
@@ -42,7 +41,16 @@ struct OIDCFixture {
         try RSAPrivateKey.generate().pkcs8PEM().write(toFile: directory + "/oidc.pem", atomically: true, encoding: .utf8)
         previousKey = try RSAPrivateKey.generate()
         try previousKey.pkcs8PEM().write(toFile: directory + "/oidc.pem.previous", atomically: true, encoding: .utf8)
-        settings = ["OIDC_CLIENTS_FILE": directory + "/clients.json", "OIDC_SIGNING_KEY_PATH": directory + "/oidc.pem"]
+    }
+
+    /// The provider as `OIDC_CLIENTS_FILE` and `OIDC_SIGNING_KEY_PATH` pointed at this folder make it (the
+    /// clients file parsed, the key and the one at PATH.previous read; issuer `PUBLIC_URL`).
+    func configure(_ configuration: inout SIWAConfiguration) throws {
+        let clients = directory + "/clients.json"
+        let key = directory + "/oidc.pem"
+        configuration.oidc = OIDCProviderConfiguration(
+            issuer: configuration.publicURL, clients: try OIDCClientRegistry.parse(Data(contentsOf: URL(fileURLWithPath: clients))),
+            signingKeys: try OIDCSigningKeys.load(path: key, generate: false), clientsSource: clients, signingKeyPath: key)
     }
 }
 

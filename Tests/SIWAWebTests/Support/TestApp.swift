@@ -1,3 +1,4 @@
+import AppleSignIn
 import CurlHTTP
 import Foundation
 import Hummingbird
@@ -5,7 +6,6 @@ import HummingbirdTesting
 import JOSE
 import Logging
 import SIWAStore
-import SIWASite
 import SIWATestSupport
 import SIWAWeb
 import Testing
@@ -21,17 +21,71 @@ struct TestApp {
     let dependencies: SIWADependencies
     let database: SIWADatabase
 
-    /// The settings a production operator would give, pointed at the stand-in.
-    static func settings(apple: LoopbackApple, overrides: [String: String]) throws -> [String: String] {
-        var values = [
-            "APPLE_TEAM_ID": teamID, "APPLE_CLIENT_ID": clientID, "APPLE_KEY_ID": keyID,
-            "APPLE_PRIVATE_KEY": try P256PrivateKey.generate().pkcs8PEM(),
-            "APPLE_BASE_URL": apple.baseURL, "APPLE_NATIVE_CLIENT_IDS": nativeClientID,
-            "PUBLIC_URL": "https://app.example.com", "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)),
-            "APPLE_TIMEOUT": "10", "RATE_LIMIT_PER_MINUTE": "0", "DATABASE_URL": "sqlite::memory:",
-        ]
-        values.merge(overrides) { $1 }
-        return values
+    /// The site's public URL in the tests.
+    static let publicURL = "https://app.example.com"
+
+    /// The configuration a production operator's settings make (the credentials, `APPLE_BASE_URL`,
+    /// `APPLE_NATIVE_CLIENT_IDS`, `PUBLIC_URL`, `TOKEN_ENCRYPTION_KEY`, `APPLE_TIMEOUT=10`,
+    /// `RATE_LIMIT_PER_MINUTE=0`, every other setting at its default), pointed at `appleBaseURL`, built from
+    /// the web layer's own type: reading settings is SIWASite's, and SIWASiteTests test it. `edit` changes
+    /// it as a setting would (`$0.rateLimitPerMinute = 3` for `RATE_LIMIT_PER_MINUTE=3`).
+    static func configuration(appleBaseURL: String, edit: (inout SIWAConfiguration) throws -> Void = { _ in })
+        throws -> SIWAConfiguration {
+        var configuration = SIWAConfiguration(
+            isDemo: false, teamID: teamID, clientID: clientID, keyID: keyID, privateKey: try P256PrivateKey.generate(),
+            redirectURI: publicURL + "/auth/apple/callback", appleBaseURL: appleBaseURL, nativeClientIDs: [nativeClientID],
+            publicURL: publicURL, databaseURL: try DatabaseURL("sqlite::memory:"), host: "127.0.0.1", port: 8080,
+            tokenEncryptionKey: AESGCMKey.generate(), emulatorPort: 8081, dataDirectory: "data",
+            siteName: "app.example.com", resources: SiteResources(root: packageRoot))
+        configuration.appleTimeout = .seconds(10)
+        configuration.rateLimitPerMinute = 0
+        try edit(&configuration)
+        return configuration
+    }
+
+    /// ``configuration(appleBaseURL:edit:)`` pointed at the loopback Apple.
+    static func configuration(apple: LoopbackApple, edit: (inout SIWAConfiguration) throws -> Void = { _ in })
+        throws -> SIWAConfiguration {
+        try configuration(appleBaseURL: apple.baseURL, edit: edit)
+    }
+
+    /// The source checkout (Tests/SIWAWebTests/Support/TestApp.swift → the root): its templates/.
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// The dependencies as a starting instance builds them over an opened database, in the order SIWASite's
+    /// `Site.makeDependencies` does (which a test of the web layer does not link): Apple's client with
+    /// `APPLE_TIMEOUT` on every call, the templates, TOKEN_ENCRYPTION_KEY checked against the database
+    /// (`.serve`: a refusal is the web layer's ``SealingKeyRefusal``), tokens of an older version re-sealed,
+    /// `OIDC_SIGNING_KEY_PATH`'s key adopted. The caller closes `database`; `apple.shutdown()` closes the
+    /// HTTP client when it was made here.
+    static func dependencies(
+        _ configuration: SIWAConfiguration, database: SIWADatabase, http: CurlHTTPClient? = nil,
+        now: (@Sendable () -> Int64)? = nil, oidcKeyRefresh: Int64 = OIDCKeyRing.defaultRefreshInterval,
+        logger: Logger = TestDatabase.quietLogger
+    ) async throws -> SIWADependencies {
+        let now = now ?? { Int64(Date().timeIntervalSince1970) }
+        let apple = AppleAPIClient(baseURL: configuration.appleBaseURL, http: http ?? appleHTTPClient(for: configuration),
+                                   secrets: try configuration.clientSecretProvider(now: now), timeout: configuration.appleTimeout)
+        let pages = try PageRenderer(templatesDirectory: configuration.resources.templatesDirectory, siteName: configuration.siteName)
+        let dependencies = SIWADependencies(configuration: configuration, database: database, apple: apple, pages: pages,
+                                            now: now, oidcKeyRefresh: oidcKeyRefresh)
+        do {
+            _ = try await dependencies.checkSealingKey(.serve)
+        } catch {
+            await apple.shutdown()
+            throw error
+        }
+        try await dependencies.resealLegacyTokens(logger: logger)
+        try await dependencies.adoptConfiguredOIDCKey(logger: logger)
+        return dependencies
+    }
+
+    /// A libcurl client for Apple with `APPLE_TIMEOUT` on every call.
+    static func appleHTTPClient(for configuration: SIWAConfiguration) -> CurlHTTPClient {
+        var httpConfiguration = CurlHTTPClient.Configuration()
+        httpConfiguration.defaultTimeout = configuration.appleTimeout
+        return CurlHTTPClient(configuration: httpConfiguration)
     }
 
     /// The time at the call, standing still (for `run`'s `now`): the rate limit counts in fixed minutes,
@@ -43,19 +97,19 @@ struct TestApp {
 
     /// Runs `test` against the app on a private database on `backend` (skipped when that backend is
     /// unavailable), with a loopback Apple; both are gone afterwards.
+    /// `configure` changes the configuration as settings would (``configuration(appleBaseURL:edit:)``).
     static func run(
-        _ backend: Backend, settings overrides: [String: String] = [:], live: Bool = false, logger: Logger? = nil,
-        now: (@Sendable () -> Int64)? = nil,
+        _ backend: Backend, configure: @escaping @Sendable (inout SIWAConfiguration) throws -> Void = { _ in }, live: Bool = false,
+        logger: Logger? = nil, now: (@Sendable () -> Int64)? = nil,
         _ test: @escaping @Sendable (TestApp, Browser) async throws -> Void
     ) async throws {
         // Small pools: many cases run in parallel against one PostgreSQL.
         try await withDatabase(backend, poolSize: 2) { testDatabase in
             try await LoopbackApple.with { apple in
-                let configuration = try SIWAConfiguration.load(from: try settings(apple: apple, overrides: overrides))
+                let configuration = try Self.configuration(apple: apple, edit: configure)
                 let logger = logger ?? TestDatabase.quietLogger
                 // The production wiring (Apple's HTTP client, templates, token re-seal) on this test's database and clock.
-                let dependencies = try await Site.makeDependencies(configuration: configuration, logger: logger,
-                                                                   overrides: SiteOverrides(database: testDatabase.db, now: now))
+                let dependencies = try await Self.dependencies(configuration, database: testDatabase.db, now: now, logger: logger)
                 let testApp = TestApp(apple: apple, dependencies: dependencies, database: testDatabase.db)
                 let app = buildApplication(dependencies, logger: logger)
                 try await app.test(live ? .live : .router) { client in

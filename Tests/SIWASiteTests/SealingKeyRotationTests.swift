@@ -10,7 +10,8 @@ import Testing
 /// A change of TOKEN_ENCRYPTION_KEY as docs/operating.md ("Rotating keys") tells it, on three instances sharing
 /// one database (SPEC §14): the old key; a rolling restart that gives each instance the new key to read; one
 /// with the new key and the old one as previous (the first restart records the change); `siwa admin reseal`;
-/// the new key alone.
+/// the new key alone. Over the assembled site (`Site.makeDependencies`, `SiteAdmin`, their `SiteFailure`); the
+/// web layer's part of a key change is SIWAWebTests' TokenKeyChangeTests.
 @Suite("TOKEN_ENCRYPTION_KEY change across three instances")
 struct SealingKeyRotationTests {
     /// The instances' configuration with other keys.
@@ -38,18 +39,44 @@ struct SealingKeyRotationTests {
         try? await instance.database.close()
     }
 
+    /// People signed in on the web on `instance`, each with a refresh token the stand-in accepts (as
+    /// SIWAWebTests' SeveralInstancesTests.seed).
+    static func seed(_ instance: SIWADependencies, apple: LoopbackApple, prefix: String, count: Int) async throws {
+        for index in 0..<count {
+            let token = "refresh-\(prefix)-\(index)"
+            apple.accept(refreshToken: token)
+            let signIn = VerifiedSignIn(sub: "\(prefix).\(index)", email: "\(prefix)\(index)@example.com", emailVerified: true,
+                                        isPrivateEmail: false, clientID: SiteTestSettings.clientID, refreshToken: token,
+                                        givenName: "Person", familyName: "\(index)")
+            _ = try await instance.complete(signIn, sessionKind: .web, logger: TestDatabase.quietLogger)
+        }
+    }
+
+    /// Every stored sealed secret, with which of `keys` opens it (nil: none) (as SIWAWebTests' TokenKeyChangeTests.census).
+    static func census(_ database: SIWADatabase, keys: [AESGCMKey]) async throws -> [(SealedToken, Int?)] {
+        var found: [(SealedToken, Int?)] = []
+        for table in SealedTokenTable.allCases {
+            for token in try await database.apple.sealedTokens(in: table, after: nil, limit: 10_000) {
+                let index = keys.indices.first { (try? TokenCipher(key: keys[$0]).open(token.ciphertext, from: token.place)) != nil }
+                found.append((token, index))
+            }
+        }
+        return found
+    }
+
     @Test("old key → new with the old as previous (rolling) → reseal → new only: nothing unreadable, a typo refused at every step",
           arguments: Backend.allCases)
     func journey(backend: Backend) async throws {
         let (old, new, typo) = (AESGCMKey.generate(), AESGCMKey.generate(), AESGCMKey.generate())
         try await LoopbackApple.with { apple in
             try await withDatabase(backend, poolSize: 2) { test in
-                let base = try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: ["TOKEN_ENCRYPTION_KEY": Base64.encode(old.bytes)]))
+                let base = try SIWAConfiguration.load(from: try SiteTestSettings.production(
+                    appleBaseURL: apple.baseURL, overrides: ["TOKEN_ENCRYPTION_KEY": Base64.encode(old.bytes)]))
                 // 1. three instances on the old key; people sign in on each
                 var running: [SIWADependencies] = []
                 for _ in 0..<3 { running.append(try await Self.start(base, test)) }
                 for (index, instance) in running.enumerated() {
-                    try await SeveralInstancesTests.seed(instance, apple: apple, prefix: "before-\(index)", count: 2)
+                    try await Self.seed(instance, apple: apple, prefix: "before-\(index)", count: 2)
                 }
                 #expect(try await test.db.operations.sealingKey() == SealingKeyRecord(fingerprint: SealingKeyFingerprint.of(old), targetFingerprint: nil,
                                                                            recordedAt: try #require(try await test.db.operations.sealingKey()).recordedAt,
@@ -76,7 +103,7 @@ struct SealingKeyRotationTests {
                     await Self.stop(running[index])
                     running[index] = try await Self.start(changed, test)
                     #expect(try await test.db.operations.sealingKey()?.targetFingerprint == SealingKeyFingerprint.of(new))
-                    try await SeveralInstancesTests.seed(running[index], apple: apple, prefix: "during-\(index)", count: 2)
+                    try await Self.seed(running[index], apple: apple, prefix: "during-\(index)", count: 2)
                     // an instance not yet restarted deletes someone a restarted one signed in, and the other way round
                     let other = running[(index + 1) % running.count]
                     let signedInHere = try #require(try await test.db.accounts.user(sub: "during-\(index).0"))
@@ -103,7 +130,7 @@ struct SealingKeyRotationTests {
                 #expect(report.unreadable == 0 && report.resealed > 0, "\(report)")
                 #expect(try await test.db.operations.sealingKey()?.fingerprint == SealingKeyFingerprint.of(new))
                 #expect(try await test.db.operations.sealingKey()?.targetFingerprint == nil)
-                let census = try await TokenKeyChangeTests.census(test.db, keys: [new])
+                let census = try await Self.census(test.db, keys: [new])
                 #expect(!census.isEmpty && census.allSatisfy { $0.1 == 0 }, "every stored secret opens with the new key alone")
 
                 // 5. the new key alone, restarted one at a time; the old key alone is refused from now on

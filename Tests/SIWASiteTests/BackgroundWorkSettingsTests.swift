@@ -9,7 +9,7 @@ import Testing
 struct BackgroundWorkSettingsTests {
     static func load(_ overrides: [String: String]) async throws -> SIWAConfiguration {
         try await LoopbackApple.with { apple in
-            try SIWAConfiguration.load(from: try TestApp.settings(apple: apple, overrides: overrides))
+            try SIWAConfiguration.load(from: try SiteTestSettings.production(appleBaseURL: apple.baseURL, overrides: overrides))
         }
     }
 
