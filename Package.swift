@@ -149,7 +149,7 @@ let package = Package(
         ),
         // `siwa-loadtest`: sign-in flows against a `siwa serve` it starts, with the emulator standing in for Apple.
         // Over SIWASite (its settings table, makeDependencies, the emulator beside the site), which knows
-        // nothing of it: nothing the `siwa` executable links depends on this target.
+        // nothing of it: nothing the `siwa` executable links depends on this target (SIWASiteTests.DependencyDirectionTests).
         .target(
             name: "SIWALoadTest",
             dependencies: [
@@ -172,6 +172,8 @@ let package = Package(
         .executableTarget(name: "siwa-loadtest", dependencies: ["SIWALoadTest"], swiftSettings: swiftSettings),
 
         // MARK: Tests (one per target, plus end to end)
+        // A library's tests depend on its own target, what it is built on and SIWATestSupport only
+        // (SIWASiteTests.DependencyDirectionTests); the assembled site is SIWASiteTests', processes EndToEndTests'.
         // Shared by the test suites: the one loopback Apple (it signs id_tokens with JOSE, never with
         // AppleSignIn's code), the one private database per test, loopback servers, a cookie jar.
         .target(
