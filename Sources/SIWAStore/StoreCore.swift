@@ -112,7 +112,9 @@ final class StoreCore: Sendable {
             case .server:
                 let state = error.serverInfo?[.sqlState] ?? ""
                 let message = error.serverInfo?[.message] ?? "server error"
-                if state == "23505" { return StoreError.conflict(message) }
+                // 23: integrity constraint violations (unique, foreign key, check, not null), as SQLite's
+                // constraint errors below.
+                if state.hasPrefix("23") { return StoreError.conflict(message) }
                 // 08: connection exceptions; 28: authentication; 3D: no such database; 57P: server shutting down;
                 // 53: out of resources (too many connections).
                 if ["08", "28", "3D", "53"].contains(where: state.hasPrefix) || state.hasPrefix("57P") {

@@ -142,6 +142,7 @@ struct AppleRepositoryTests {
             #expect(outboxPages.flatMap { $0 } == ["r-a", "r-b", "r-c"].map { SealedToken(place: .revocation(id: $0), ciphertext: "sealed-\($0)") })
             #expect(keyPages.flatMap { $0 } == ["kid-b", "kid-c"].map { SealedToken(place: .oidcSigningKey(kid: $0), ciphertext: "sealed-\($0)") })
             #expect(try await db.apple.sealedTokens(in: .appleTokens, after: nil, limit: 0).isEmpty)
+            #expect(try await db.apple.sealedTokens(in: .appleTokens, after: nil, limit: -1).isEmpty, "a negative limit is none, on both databases")
             #expect(try await db.apple.sealedTokens(in: .pendingProfiles, after: .pendingProfile(tokenHash: "ph-c"), limit: 10).isEmpty)
 
             // A signing key's private half is replaced like any other secret: only while unchanged, never once wiped.

@@ -127,6 +127,7 @@ struct OperationsRepositoryTests {
             }
             #expect(try await db.operations.adminAudit(limit: 10).map(\.action) == ["action-3", "action-2", "action-1", "action-0"])
             #expect(try await db.operations.adminAudit(accountID: "a", limit: 10).map(\.detail) == ["n=2", "n=0"])
+            #expect(try await db.operations.adminAudit(limit: -1).isEmpty, "a negative limit is none, on both databases")
             let newest = try #require(try await db.operations.adminAudit(limit: 1).first)
             #expect(newest.accountID == nil && newest.actor == "alice" && newest.host == "ops-1" && newest.at == 1_003)
         }

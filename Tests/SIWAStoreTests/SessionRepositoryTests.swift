@@ -153,10 +153,11 @@ struct SessionRepositoryTests {
     @Test(arguments: Backend.allCases)
     func sessionForUnknownUserIsRefused(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
-            // Foreign keys are enforced on both backends.
-            await #expect(throws: (any Error).self) {
+            // Foreign keys are enforced on both backends, and the violation is the same StoreError on both.
+            let error = await #expect(throws: (any Error).self) {
                 try await test.db.sessions.createSession(.init(tokenHash: "x", userID: "no-such-user", kind: .web, createdAt: 0, expiresAt: 10, lastSeenAt: 0))
             }
+            #expect(error.map(isConflict) == true, "\(String(describing: error))")
         }
     }
 

@@ -118,15 +118,3 @@ extension AccountRepository {
     }
 
 }
-
-extension StoreRoom {
-    static func insertRevocation(_ sql: any SQLDatabase, _ item: RevocationItem) async throws {
-        try await sql.raw("""
-            INSERT INTO revocation_outbox (id, client_id, token, token_type_hint, created_at, attempts,
-                                           next_attempt_at, locked_until, last_error, completed_at, apple_sub)
-            VALUES (\(bind: item.id), \(bind: item.clientID), \(bind: item.token), \(bind: item.tokenTypeHint),
-                    \(bind: item.createdAt), \(bind: item.attempts), \(bind: item.nextAttemptAt), NULL,
-                    \(bind: item.lastError), \(bind: item.completedAt), \(bind: item.appleSub))
-            """).run()
-    }
-}

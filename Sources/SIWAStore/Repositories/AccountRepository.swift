@@ -44,7 +44,10 @@ extension AccountRepository {
     private func completeSignIn(_ s: NewSignIn, nameFromFallbackTable: Bool) async throws -> (UserAccount, Bool)? {
         let lock = dialect.forUpdate
         let touchesWithReturning = dialect.touchesAccountWithReturning
-        return try await transaction { sql in
+        let endsASession = s.endingSessionHash.map { $0 != s.sessionTokenHash } ?? false
+        // The browser's previous session ends here: caches of sessions hear of it like any sign-out.
+        defer { if endsASession { sessionsEnded() } }
+        return try await transaction { [sessionChannel] sql in
             var s = s
             var created = false
             var account: UserAccount?
@@ -136,6 +139,7 @@ extension AccountRepository {
             }
             if let ending = s.endingSessionHash, ending != s.sessionTokenHash {
                 try await sql.raw("DELETE FROM sessions WHERE token_hash = \(bind: ending)").run()
+                try await Self.announceSessionsEnded(sql, channel: sessionChannel)
             }
             try await Self.insertSession(sql, SessionRecord(
                 tokenHash: s.sessionTokenHash, userID: user.id, kind: s.sessionKind,

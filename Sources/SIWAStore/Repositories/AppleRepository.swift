@@ -60,7 +60,7 @@ extension AppleRepository {
                 SealedToken(place: .pendingProfile(tokenHash: try row.decode(column: "token_hash", as: String.self)),
                             ciphertext: try row.decode(column: "refresh_token", as: String.self))
             }
-            // A completed item's token is wiped to '' (``completeRevocation(id:now:)``): nothing to re-seal.
+            // A completed item's token is wiped to '' (``OutboxRepository/completeRevocation(id:holder:now:)``): nothing to re-seal.
             let outbox = try await sql.raw("""
                 SELECT id, token FROM revocation_outbox
                 WHERE completed_at IS NULL AND token <> '' AND token NOT LIKE \(bind: pattern)
@@ -77,7 +77,8 @@ extension AppleRepository {
     /// time so that a large table is never held in memory at once. Completed outbox items (token wiped) and
     /// signing keys past their publication (private half wiped) hold nothing and are left out.
     public func sealedTokens(in table: SealedTokenTable, after cursor: SealedTokenPlace?, limit: Int) async throws -> [SealedToken] {
-        try await withSQL { sql in
+        let limit = max(0, limit)
+        return try await withSQL { sql in
             switch table {
             case .appleTokens:
                 var after: SQLQueryString = ""

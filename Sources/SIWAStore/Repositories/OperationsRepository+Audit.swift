@@ -79,7 +79,8 @@ extension OperationsRepository {
 
     /// The newest `limit` entries, newest first; with `accountID`, only that account's.
     public func adminAudit(accountID: String? = nil, limit: Int) async throws -> [AdminAuditEntry] {
-        try await withSQL { sql in
+        let limit = max(0, limit)
+        return try await withSQL { sql in
             var filter: SQLQueryString = ""
             if let accountID { filter = "WHERE account_id = \(bind: accountID)" }
             return try await sql.raw("""

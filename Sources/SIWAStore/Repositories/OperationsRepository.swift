@@ -76,37 +76,6 @@ public struct PersonRecord: Sendable, Equatable {
     public var pendingRevocations: [OutboxEntry]
 }
 
-/// A revocation not yet accepted by Apple, without its sealed token. Items are written as the account is
-/// deleted, so they name the person by Apple `sub` rather than by account id (which names nobody after the
-/// deletion; the same Apple ID signing in again gets a new account with the same `sub`).
-public struct OutboxEntry: Sendable, Equatable {
-    public var id: String
-    public var clientID: String
-    /// The person's Apple `sub`; nil for items queued before the outbox kept it (or by a caller that did not
-    /// know it).
-    public var appleSub: String?
-    public var tokenTypeHint: String
-    public var createdAt: Int64
-    public var attempts: Int
-    public var nextAttemptAt: Int64
-    /// Set while an instance is sending it.
-    public var lockedUntil: Int64?
-    public var lastError: String?
-}
-
-/// What ``SessionRepository/signOutEverywhere(userID:)`` ended.
-public struct SignedOutEverywhere: Sendable, Equatable {
-    public var webSessions = 0
-    public var appSessions = 0
-    public var oidcAccessTokens = 0
-    /// Codes issued but not yet exchanged (each could still become an access token).
-    public var oidcCodes = 0
-
-    public init(webSessions: Int = 0, appSessions: Int = 0, oidcAccessTokens: Int = 0, oidcCodes: Int = 0) {
-        (self.webSessions, self.appSessions, self.oidcAccessTokens, self.oidcCodes) = (webSessions, appSessions, oidcAccessTokens, oidcCodes)
-    }
-}
-
 extension OperationsRepository {
     /// Accounts whose email is `email`, compared without regard to ASCII case, oldest first. Two Apple IDs
     /// may share an address (and a relay address is per team), so this may find several; sign-in never

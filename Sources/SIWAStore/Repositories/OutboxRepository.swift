@@ -194,3 +194,33 @@ extension OutboxRepository {
         }
     }
 }
+
+/// A revocation not yet accepted by Apple, without its sealed token. Items are written as the account is
+/// deleted, so they name the person by Apple `sub` rather than by account id (which names nobody after the
+/// deletion; the same Apple ID signing in again gets a new account with the same `sub`).
+public struct OutboxEntry: Sendable, Equatable {
+    public var id: String
+    public var clientID: String
+    /// The person's Apple `sub`; nil for items queued before the outbox kept it (or by a caller that did not
+    /// know it).
+    public var appleSub: String?
+    public var tokenTypeHint: String
+    public var createdAt: Int64
+    public var attempts: Int
+    public var nextAttemptAt: Int64
+    /// Set while an instance is sending it.
+    public var lockedUntil: Int64?
+    public var lastError: String?
+}
+
+extension StoreRoom {
+    static func insertRevocation(_ sql: any SQLDatabase, _ item: RevocationItem) async throws {
+        try await sql.raw("""
+            INSERT INTO revocation_outbox (id, client_id, token, token_type_hint, created_at, attempts,
+                                           next_attempt_at, locked_until, last_error, completed_at, apple_sub)
+            VALUES (\(bind: item.id), \(bind: item.clientID), \(bind: item.token), \(bind: item.tokenTypeHint),
+                    \(bind: item.createdAt), \(bind: item.attempts), \(bind: item.nextAttemptAt), NULL,
+                    \(bind: item.lastError), \(bind: item.completedAt), \(bind: item.appleSub))
+            """).run()
+    }
+}

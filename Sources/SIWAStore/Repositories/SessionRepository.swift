@@ -103,3 +103,16 @@ struct SessionAndUser: Sendable {
     var session: SessionRecord
     let user: UserAccount
 }
+
+/// What ``SessionRepository/signOutEverywhere(userID:)`` ended.
+public struct SignedOutEverywhere: Sendable, Equatable {
+    public var webSessions = 0
+    public var appSessions = 0
+    public var oidcAccessTokens = 0
+    /// Codes issued but not yet exchanged (each could still become an access token).
+    public var oidcCodes = 0
+
+    public init(webSessions: Int = 0, appSessions: Int = 0, oidcAccessTokens: Int = 0, oidcCodes: Int = 0) {
+        (self.webSessions, self.appSessions, self.oidcAccessTokens, self.oidcCodes) = (webSessions, appSessions, oidcAccessTokens, oidcCodes)
+    }
+}
