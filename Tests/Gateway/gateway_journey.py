@@ -6,16 +6,19 @@
 A protected page without a session → the proxy sends the person to siwa's sign-in → the emulator's
 consent sheet (driven by reading its forms, as a browser would) → Apple's form_post back through the
 proxy → the original protected URL, where the app sees the person's id, email and name. Then: a
-client-sent X-Auth-Request-User never reaches the app; requests that cannot follow a sign-in get
-401; a hostile rd is refused; sign-out through the proxy ends access, even for the old cookie. Then the
-iOS app: a token from /auth/apple/native (the emulator's admin approval standing in for the phone's
-Apple sheet) opens the app's API at /api/ with `Authorization: Bearer`, the same identity reaching the
-app; no bearer, a refused one (also beside a valid cookie) or a cookie's value as a bearer get 401.
+client-sent X-Auth-Request-User never reaches the app, nor one under an alias name (X_Auth_Request_User,
+x.auth.request.user: what a CGI/WSGI/PHP app reads as HTTP_X_AUTH_REQUEST_USER); requests that cannot
+follow a sign-in get 401; a hostile rd is refused; sign-out through the proxy ends access, even for the
+old cookie. Then the iOS app: a token from /auth/apple/native (the emulator's admin approval standing in
+for the phone's Apple sheet) opens the app's API at /api/ with `Authorization: Bearer`, the same identity
+reaching the app and no alias-named one; no bearer, a refused one (also beside a valid cookie) or a
+cookie's value as a bearer get 401.
 Prints one line per check (`ok` / `FAIL`), exits 1 when any failed. Python standard library only.
 """
 import argparse
 import hashlib
 import html
+import itertools
 import json
 import re
 import sys
@@ -37,6 +40,73 @@ def echo(response):
 def echoed(response, name):
     received = echo(response) or {"headers": []}
     return [v for k, v in received["headers"] if k.lower() == name.lower()]
+
+
+# Identity headers under alias names: each normalises (lowercase, `_` and `.` → `-`) to one of siwa's
+# three, which is how an app reading headers as CGI/WSGI/PHP variables (HTTP_X_AUTH_REQUEST_USER) sees
+# them. Every value carries ALIAS_MARK, so any that got through is found in what the app received.
+IDENTITY = ("x-auth-request-user", "x-auth-request-email", "x-auth-request-preferred-username")
+ALIAS_MARK = "aliasforged"
+
+
+# Spelled by hand: underscores, dots, mixed separators, any case.
+MIXED_ALIASES = ["X_AUTH_REQUEST_USER", "X_Auth_Request_User", "x.auth.request.user", "X-Auth-Request_User",
+                 "x_auth-request.USER", "X-Auth_Request-Email", "X.Auth.Request.Email", "x_auth_request_email",
+                 "X_Auth_Request_Preferred_Username", "X-Auth-Request-Preferred.Username", "x-auth-request-preferred_username"]
+
+
+def alias_spellings():
+    """The hand-spelled ones, then every spelling of the three names with `-`, `_` or `.` between the
+    words other than all dashes (26 + 26 + 80), the case varying from one to the next: name → value."""
+    names = list(MIXED_ALIASES)
+    for header in IDENTITY:
+        words = header.split("-")
+        for i, separators in enumerate(itertools.product("-_.", repeat=len(words) - 1)):
+            if set(separators) == {"-"}:
+                continue
+            cased = [(word, word.upper(), word.capitalize())[i % 3] for word in words]
+            names.append(cased[0] + "".join(sep + word for sep, word in zip(separators, cased[1:])))
+    return {name: f"{ALIAS_MARK}-{n}" for n, name in enumerate(dict.fromkeys(names))}
+
+
+ALIASES = alias_spellings()
+# The hand-spelled ones at once, beside the dash-form names a client might also forge (not all of them:
+# the app here, Python's http.server, answers 431 to more than 100 headers).
+ALL_ALIASES = dict({name: ALIASES[name] for name in MIXED_ALIASES},
+                   **{"X-Auth-Request-User": "forged-dash-user", "X-Auth-Request-Email": "forged@dash.example",
+                      "X-Auth-Request-Preferred-Username": "Forged Dash"})
+
+
+def normalised(name):
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def identity_received(response):
+    """The headers the app received whose names normalise to an identity header, as sorted (name, value)
+    pairs, names lowercased; None when the answer is not the app's page."""
+    received = echo(response)
+    if received is None:
+        return None
+    return sorted((k.lower(), v) for k, v in received["headers"] if normalised(k) in IDENTITY)
+
+
+def alias_leaks(responses, expected):
+    """Of (alias names sent, response) pairs, those where the app did not receive exactly siwa's three
+    identity headers under their own names (`expected`: name → value), as readable lines."""
+    want = sorted(expected.items())
+    leaks = [f"{sent}: {response.status} {identity_received(response)}"
+             for sent, response in responses if identity_received(response) != want]
+    return leaks[:3] + ([f"… {len(leaks)} in all"] if len(leaks) > 3 else [])
+
+
+def shown(leaks):
+    return f" {leaks}" if leaks else ""
+
+
+def alias_requests(send):
+    """`send(headers)` once per alias name alone, then once with ALL_ALIASES: (what was sent, response)."""
+    return ([(name, send({name: value})) for name, value in ALIASES.items()]
+            + [("the hand-spelled ones together", send(ALL_ALIASES))])
 
 
 def hidden_fields(form_html):
@@ -115,6 +185,23 @@ def journey(stack):
     check(anonymous_forged.status == 302 and echo(anonymous_forged) is None, "without a session, forged headers get a redirect, not the app")
     check(not any("admin" in json.dumps(request["headers"]).lower() for request in stack.upstream.seen()),
           "no request the app received carried the forged values")
+
+    # 5b. … nor under alias names (`_`, `.`, any case), which nginx drops (underscores_in_headers off,
+    # ignore_invalid_headers on), Traefik drops (aliasHeadersStrategy: delete) and deploy/Caddyfile deletes.
+    identity = {"x-auth-request-user": (user or [None])[0], "x-auth-request-email": grace["email"],
+                "x-auth-request-preferred-username": "Grace Hopper"}
+    signed_in_alias = alias_requests(lambda headers: browser.get(original, headers=headers))
+    leaks = alias_leaks(signed_in_alias[:-1], identity)
+    check(not leaks, f"signed in, each of {len(ALIASES)} alias spellings of the identity headers alone (every `-`/`_`/`.` "
+                     f"mix, any case: X_AUTH_REQUEST_USER, x.auth.request.user, X-Auth_Request-Email, …): "
+                     f"the app sees only siwa's three{shown(leaks)}")
+    leaks = alias_leaks(signed_in_alias[-1:], identity)
+    check(not leaks, f"signed in, the hand-spelled ones together with forged X-Auth-Request-*: the app sees only siwa's three{shown(leaks)}")
+    seen_before = len(stack.upstream.seen())
+    anonymous_alias = alias_requests(lambda headers: Browser().get(original, headers=headers))
+    check(all(r.status == 302 and echo(r) is None for _, r in anonymous_alias) and len(stack.upstream.seen()) == seen_before,
+          f"without a session, each alias spelling alone and the hand-spelled ones together get a redirect, not the app"
+          f"{shown([(sent, r.status) for sent, r in anonymous_alias if r.status != 302 or echo(r) is not None][:3])}")
 
     # 6. What cannot follow a sign-in gets 401, never the app.
     seen_before = len(stack.upstream.seen())
@@ -207,6 +294,22 @@ def app_api(stack, web_user, browser):
     page = request("GET", base + "/private/app-view", headers=bearer)
     check(page.status == 200 and echoed(page, "X-Auth-Request-User") == [web_user], f"the bearer opens the protected pages too ({page.status})")
 
+    identity = {"x-auth-request-user": web_user, "x-auth-request-email": stack.people()["p2"]["email"],
+                "x-auth-request-preferred-username": "Grace Hopper"}
+    api_alias = alias_requests(lambda headers: request("GET", api, headers=dict(bearer, **headers)))
+    leaks = alias_leaks(api_alias[:-1], identity)
+    check(not leaks, f"with the bearer at the API, each alias spelling alone: the app sees only siwa's three{shown(leaks)}")
+    leaks = alias_leaks(api_alias[-1:], identity)
+    check(not leaks, f"with the bearer at the API, the hand-spelled ones together with forged X-Auth-Request-*: only siwa's three{shown(leaks)}")
+    together = request("GET", base + "/private/app-view", headers=dict(bearer, **ALL_ALIASES))
+    leaks = alias_leaks([("the hand-spelled ones together", together)], identity)
+    check(not leaks, f"with the bearer at a protected page, the hand-spelled ones together: only siwa's three{shown(leaks)}")
+    seen_before = len(stack.upstream.seen())
+    anonymous_alias = alias_requests(lambda headers: request("GET", api, headers=headers))
+    check(all(r.status == 401 and echo(r) is None for _, r in anonymous_alias) and len(stack.upstream.seen()) == seen_before,
+          f"without a bearer, each alias spelling alone and the hand-spelled ones together at the API → 401, the app sees nothing"
+          f"{shown([(sent, r.status) for sent, r in anonymous_alias if r.status != 401 or echo(r) is not None][:3])}")
+
     info = request("GET", base + "/oauth2/userinfo", headers=bearer)
     check(info.status == 200 and json.loads(info.body).get("user") == web_user, f"/oauth2/userinfo with the bearer names the same person ({info.status})")
     me = request("GET", base + "/api/me", headers=bearer)
@@ -239,6 +342,8 @@ def app_api(stack, web_user, browser):
     check(len(stack.upstream.seen()) == seen_before, "the app saw none of the refused requests")
     check(not any("admin" in json.dumps(r["headers"]).lower() for r in stack.upstream.seen()),
           "no request the app received carried a forged value")
+    check(not any(ALIAS_MARK in json.dumps(r["headers"]) for r in stack.upstream.seen()),
+          "no request the app received, in the whole journey, carried a value sent under an alias name")
 
     # The app's token ended server-side (DELETE /api/me deletes the account): the API refuses it.
     deleted = request("DELETE", base + "/api/me", headers=bearer)

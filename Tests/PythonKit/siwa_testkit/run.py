@@ -8,7 +8,7 @@ from .paths import TESTS
 
 SUITES = {
     "browser": ("Browser/browser_flow.py", "the real-browser test: Playwright + Debian's chromium, axe-core in light and dark"),
-    "gateway": ("Gateway/gateway_journey.py", "the gateway journey behind a real nginx or Caddy (--proxy nginx|caddy)"),
+    "gateway": ("Gateway/gateway_journey.py", "the gateway journey behind a real nginx, Caddy or Traefik (--proxy nginx|caddy|traefik)"),
     "authlib": ("RelyingParty/authlib_client.py", "Authlib's OpenID Connect client against siwa's provider"),
     "apache": ("RelyingParty/apache_flow.py", "Apache mod_auth_openidc + Chromium against siwa's provider"),
     "third-party": ("ThirdParty/third_party.py", "django-allauth and python-social-auth against `siwa emulator`"),
