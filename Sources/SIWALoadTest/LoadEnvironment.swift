@@ -55,8 +55,9 @@ struct LoadEnvironment: Sendable {
             "TOKEN_ENCRYPTION_KEY": Base64.encode(AESGCMKey.generate().bytes),
         ]) { $1 }
         values.merge(overrides) { $1 }
-        // Resolved before anything starts: a missing `siwa` is the first thing said.
+        // Resolved and checked before either server starts: a missing `siwa` is the first thing said.
         let binary = try siwaBinary ?? ServerProcess.siwaBesideThisExecutable()
+        guard FileManager.default.isExecutableFile(atPath: binary) else { throw LoadTestError("no siwa executable at \(binary)") }
         return try await runWithServerProcess(binary: binary, values: values, emulatorPort: emulatorPort,
                                               dataDirectory: dataDirectory, logger: logger, body)
     }
