@@ -188,11 +188,11 @@ let package = Package(
             path: "Tests/SIWATestSupport",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "JOSETests", dependencies: ["JOSE"], resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "SIWATestSupport"], resources: [.copy("Fixtures")], swiftSettings: swiftSettings),
         .testTarget(
             name: "CurlHTTPTests",
             dependencies: [
-                "CurlHTTP", "CCurl",
+                "CurlHTTP", "CCurl", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -251,7 +251,9 @@ let package = Package(
         .testTarget(
             name: "AppleIDEmulatorTests",
             dependencies: [
-                "AppleIDEmulator", "JOSE", "CurlHTTP", "PageTemplates",
+                // SIWATestSupport for Fixture's identifiers; it brings no AppleSignIn (the emulator is
+                // independent of the protocol library it stands in for).
+                "AppleIDEmulator", "JOSE", "CurlHTTP", "PageTemplates", "SIWATestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

@@ -2,6 +2,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import SIWATestSupport
 import Testing
 
 /// Finding 5: without `--admin-token`, any page a developer visits could drive the admin API with a
@@ -29,11 +30,11 @@ struct AdminCrossSiteTests {
             #expect(untyped.status == .unsupportedMediaType)
             let approve = try await client.executeRequest(
                 uri: "/emulator/admin/approve", method: .post, headers: [.contentType: "text/plain"],
-                body: try jsonBody(["client_id": EmulatorFixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p1"]))
+                body: try jsonBody(["client_id": Fixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p1"]))
             #expect(approve.status == .unsupportedMediaType)
         }
         #expect(await fixture.state.allPeople.count == before)
-        #expect(await fixture.state.isFirstAuthorization(personID: "p1", clientID: EmulatorFixture.webClientID))
+        #expect(await fixture.state.isFirstAuthorization(personID: "p1", clientID: Fixture.webClientID))
         #expect(await !fixture.state.events.contains { $0.kind == .authorization })
     }
 
@@ -118,14 +119,14 @@ struct AdminCrossSiteTests {
             var foreign = formHeaders
             foreign[.origin] = "https://evil.example"
             foreign[CrossSiteRequest.secFetchSite] = "cross-site"
-            let fields = [("person_id", "p1"), ("client_id", EmulatorFixture.webClientID)]
+            let fields = [("person_id", "p1"), ("client_id", Fixture.webClientID)]
             #expect(try await client.postForm("/emulator/stop-using", fields, headers: foreign).status == .forbidden)
-            #expect(await !fixture.state.isFirstAuthorization(personID: "p1", clientID: EmulatorFixture.webClientID))
+            #expect(await !fixture.state.isFirstAuthorization(personID: "p1", clientID: Fixture.webClientID))
             var own = formHeaders
             own[.origin] = "http://localhost"
             own[CrossSiteRequest.secFetchSite] = "same-origin"
             #expect(try await client.postForm("/emulator/stop-using", fields, headers: own).status == .seeOther)
-            #expect(await fixture.state.isFirstAuthorization(personID: "p1", clientID: EmulatorFixture.webClientID))
+            #expect(await fixture.state.isFirstAuthorization(personID: "p1", clientID: Fixture.webClientID))
         }
     }
 

@@ -3,12 +3,13 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("GET /auth/authorize and the consent sheet")
 struct AuthorizeTests {
     static func authorizeURI(
-        clientID: String = EmulatorFixture.webClientID,
+        clientID: String = Fixture.webClientID,
         redirectURI: String = EmulatorFixture.redirectURI,
         responseType: String = "code id_token",
         responseMode: String? = "form_post",
@@ -40,7 +41,7 @@ struct AuthorizeTests {
         (AuthorizeTests.authorizeURI(responseMode: "fragment"), "response_mode must be form_post when name or email scope is requested"),
         (AuthorizeTests.authorizeURI(responseMode: nil), "response_mode must be form_post"),
         (AuthorizeTests.authorizeURI(scope: "openid profile"), "invalid_scope"),
-        (AuthorizeTests.authorizeURI(clientID: EmulatorFixture.nativeClientID), "invalid_client"),
+        (AuthorizeTests.authorizeURI(clientID: Fixture.nativeClientID), "invalid_client"),
         (AuthorizeTests.authorizeURI(clientID: ""), "invalid_client"),
     ])
     func validationErrors(uri: String, expected: String) async throws {
@@ -85,7 +86,7 @@ struct AuthorizeTests {
             let html = response.text
             #expect(html.contains("data-page=\"emulator-sheet\""))
             for name in ["Ada Lovelace", "Grace Hopper", "Katherine Johnson"] { #expect(html.contains(name)) }
-            #expect(html.contains(EmulatorFixture.webClientID))
+            #expect(html.contains(Fixture.webClientID))
             #expect(!html.contains("<script"), "the picker needs no script at all")
             let csp = try #require(response.headers[.contentSecurityPolicy])
             #expect(csp.contains("script-src 'self'"))
@@ -143,7 +144,7 @@ struct AuthorizeTests {
             #expect(fields.first?.1 == "user_cancelled_authorize")
             #expect(fields.last?.1 == "cancel-me")
         }
-        #expect(await fixture.state.isFirstAuthorization(personID: "p2", clientID: EmulatorFixture.webClientID))
+        #expect(await fixture.state.isFirstAuthorization(personID: "p2", clientID: Fixture.webClientID))
     }
 
     @Test("a new person can be created on the sheet")

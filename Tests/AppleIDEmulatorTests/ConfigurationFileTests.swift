@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 /// `--config` (the example in deploy/) and `--state-file`.
@@ -26,6 +27,12 @@ struct ConfigurationFileTests {
             payload: Claims(iss: team, sub: clientID, aud: "https://appleid.apple.com", iat: now, exp: now + 600), key: key, kid: kid)
     }
 
+    /// deploy/emulator.json's teams and clients, as that file spells them: the example's values, not ``Fixture``'s.
+    enum DeployExample {
+        static let (teamA, keyA, webClientID, nativeClientID) = ("ABCDE12345", "KEYA123456", "com.example.web", "com.example.ios")
+        static let (teamB, keyB, partnerClientID) = ("FGHIJ67890", "KEYB123456", "net.example.partner.web")
+    }
+
     @Test("the example deploy/emulator.json serves two clients of two teams")
     func exampleFile() async throws {
         // setup: the example file next to generated keys at the paths it names
@@ -34,24 +41,25 @@ struct ConfigurationFileTests {
         let example = Self.repositoryRoot.appendingPathComponent("deploy/emulator.json")
         try FileManager.default.copyItem(at: example, to: folder.appendingPathComponent("emulator.json"))
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        let deploy = DeployExample.self
         let keyA = try P256PrivateKey.generate(), keyB = try P256PrivateKey.generate()
-        try keyA.publicKey.pem().write(to: folder.appendingPathComponent("keys/ABCDE12345.pem"), atomically: true, encoding: .utf8)
+        try keyA.publicKey.pem().write(to: folder.appendingPathComponent("keys/\(deploy.teamA).pem"), atomically: true, encoding: .utf8)
         // The .p8 itself is accepted as well.
-        try keyB.pkcs8PEM().write(to: folder.appendingPathComponent("keys/FGHIJ67890.pem"), atomically: true, encoding: .utf8)
+        try keyB.pkcs8PEM().write(to: folder.appendingPathComponent("keys/\(deploy.teamB).pem"), atomically: true, encoding: .utf8)
 
         // MUT
         let configuration = try EmulatorConfigurationFile.load(
             path: folder.appendingPathComponent("emulator.json").path, templatesDirectory: EmulatorFixture.templatesDirectory)
 
         // validate
-        #expect(configuration.clients.map(\.clientID) == ["com.example.web", "com.example.ios", "net.example.partner.web"])
-        #expect(Set(configuration.clients.map(\.teamID)) == ["ABCDE12345", "FGHIJ67890"])
+        #expect(configuration.clients.map(\.clientID) == [deploy.webClientID, deploy.nativeClientID, deploy.partnerClientID])
+        #expect(Set(configuration.clients.map(\.teamID)) == [deploy.teamA, deploy.teamB])
         #expect(configuration.people.map(\.id) == ["qa1", "p4"])
         let state = try AppleIDEmulatorState(configuration: configuration)
         let app = Application(router: try buildEmulatorRouter(state: state), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         let clients = [
-            ("com.example.web", "https://staging.example.com/auth/apple/callback", keyA, "KEYA123456", "ABCDE12345"),
-            ("net.example.partner.web", "https://partner-staging.example.net/accounts/apple/login/callback/", keyB, "KEYB123456", "FGHIJ67890"),
+            (deploy.webClientID, "https://staging.example.com/auth/apple/callback", keyA, deploy.keyA, deploy.teamA),
+            (deploy.partnerClientID, "https://partner-staging.example.net/accounts/apple/login/callback/", keyB, deploy.keyB, deploy.teamB),
         ]
         try await app.test(.router) { client in
             var subs: [String] = []
@@ -72,10 +80,10 @@ struct ConfigurationFileTests {
             }
             #expect(subs[0] != subs[1], "sub is per team")
             // The other team's key is refused: each client is bound to its own team's key.
-            let fields = try await client.approve(person: "qa1", clientID: "com.example.web", redirectURI: clients[0].1)
+            let fields = try await client.approve(person: "qa1", clientID: deploy.webClientID, redirectURI: clients[0].1)
             let crossed = try await client.postForm("/auth/token", [
-                ("client_id", "com.example.web"),
-                ("client_secret", try Self.secret(key: keyB, kid: "KEYA123456", team: "ABCDE12345", clientID: "com.example.web")),
+                ("client_id", deploy.webClientID),
+                ("client_secret", try Self.secret(key: keyB, kid: deploy.keyA, team: deploy.teamA, clientID: deploy.webClientID)),
                 ("code", try #require(fields["code"])), ("grant_type", "authorization_code"), ("redirect_uri", clients[0].1),
             ])
             #expect(try crossed.json()["error"] as? String == "invalid_client")
@@ -84,12 +92,12 @@ struct ConfigurationFileTests {
 
     @Test("a bad configuration file stops start-up with one line naming the problem", arguments: [
         (#"{"teams": []}"#, "no teams"),
-        (#"{"teams": [{"team_id": "SHORT", "key_id": "KEYA123456", "public_key": "x", "services_ids": []}]}"#, "team_id must be 10 characters"),
-        (#"{"teams": [{"team_id": "ABCDE12345", "key_id": "KEYA123456", "public_key": "not a pem", "bundle_ids": [{"client_id": "a.b"}]}]}"#, "neither a P-256 public key"),
-        (#"{"teams": [{"team_id": "ABCDE12345", "key_id": "KEYA123456", "public_key_path": "missing.pem", "bundle_ids": [{"client_id": "a.b"}]}]}"#, "cannot read public_key_path"),
-        (#"{"teams": [{"team_id": "ABCDE12345", "key_id": "KEYA123456", "bundle_ids": [{"client_id": "a.b"}]}]}"#, "exactly one of public_key_path and public_key"),
-        (#"{"teams": [{"team_id": "ABCDE12345", "key_id": "KEYA123456", "public_key": "PEM", "services_ids": [{"client_id": "w", "redirect_uris": ["http://127.0.0.1/cb"]}]}]}"#, "Apple only accepts https"),
-        (#"{"teams": [{"team_id": "ABCDE12345"}]}"#, "missing key_id"),
+        (#"{"teams": [{"team_id": "SHORT", "key_id": "\#(Fixture.keyID)", "public_key": "x", "services_ids": []}]}"#, "team_id must be 10 characters"),
+        (#"{"teams": [{"team_id": "\#(Fixture.teamID)", "key_id": "\#(Fixture.keyID)", "public_key": "not a pem", "bundle_ids": [{"client_id": "a.b"}]}]}"#, "neither a P-256 public key"),
+        (#"{"teams": [{"team_id": "\#(Fixture.teamID)", "key_id": "\#(Fixture.keyID)", "public_key_path": "missing.pem", "bundle_ids": [{"client_id": "a.b"}]}]}"#, "cannot read public_key_path"),
+        (#"{"teams": [{"team_id": "\#(Fixture.teamID)", "key_id": "\#(Fixture.keyID)", "bundle_ids": [{"client_id": "a.b"}]}]}"#, "exactly one of public_key_path and public_key"),
+        (#"{"teams": [{"team_id": "\#(Fixture.teamID)", "key_id": "\#(Fixture.keyID)", "public_key": "PEM", "services_ids": [{"client_id": "w", "redirect_uris": ["http://127.0.0.1/cb"]}]}]}"#, "Apple only accepts https"),
+        (#"{"teams": [{"team_id": "\#(Fixture.teamID)"}]}"#, "missing key_id"),
         ("not json", "--config"),
     ])
     func badFiles(json: String, expected: String) throws {
@@ -111,7 +119,7 @@ struct ConfigurationFileTests {
     static func persistentConfiguration(stateFile: String, key: P256PublicKey) -> EmulatorConfiguration {
         EmulatorConfiguration(
             clients: [EmulatorClient(
-                clientID: EmulatorFixture.webClientID, teamID: EmulatorFixture.teamID, keyID: EmulatorFixture.keyID,
+                clientID: Fixture.webClientID, teamID: Fixture.teamID, keyID: Fixture.keyID,
                 publicKey: key, redirectURIs: [EmulatorFixture.redirectURI])],
             templatesDirectory: EmulatorFixture.templatesDirectory, stateFile: stateFile)
     }
@@ -123,25 +131,25 @@ struct ConfigurationFileTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("state.json").path
         let key = try P256PrivateKey.generate()
-        let secret = try Self.secret(key: key, kid: EmulatorFixture.keyID, team: EmulatorFixture.teamID, clientID: EmulatorFixture.webClientID)
+        let secret = try Self.secret(key: key, kid: Fixture.keyID, team: Fixture.teamID, clientID: Fixture.webClientID)
         let first = try AppleIDEmulatorState(configuration: Self.persistentConfiguration(stateFile: path, key: key.publicKey))
         let person = await first.createPerson(givenName: "Kept", familyName: "Person", email: "kept@example.com")
         let fields = try await first.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: person.id, shareEmail: false))
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: person.id, shareEmail: false))
         let tokens = try await first.token(form: [
-            "client_id": EmulatorFixture.webClientID, "client_secret": secret, "code": fields.code,
+            "client_id": Fixture.webClientID, "client_secret": secret, "code": fields.code,
             "grant_type": "authorization_code", "redirect_uri": EmulatorFixture.redirectURI,
         ])
         let refreshToken = try #require(tokens.refresh_token)
         let firstClaims = try verifiedClaims(try #require(tokens.id_token), jwks: await first.jwks)
         // A second person's consent is revoked before the restart: it must stay revoked.
         let revoked = try await first.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p2"))
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p2"))
         let revokedTokens = try await first.token(form: [
-            "client_id": EmulatorFixture.webClientID, "client_secret": secret, "code": revoked.code,
+            "client_id": Fixture.webClientID, "client_secret": secret, "code": revoked.code,
             "grant_type": "authorization_code", "redirect_uri": EmulatorFixture.redirectURI,
         ])
-        try await first.revoke(form: ["client_id": EmulatorFixture.webClientID, "client_secret": secret,
+        try await first.revoke(form: ["client_id": Fixture.webClientID, "client_secret": secret,
                                       "token": try #require(revokedTokens.refresh_token)])
         await first.shutdown()
 
@@ -156,13 +164,13 @@ struct ConfigurationFileTests {
 
         // validate
         #expect(await second.person(person.id) == person)
-        #expect(await !second.isFirstAuthorization(personID: person.id, clientID: EmulatorFixture.webClientID))
-        #expect(await second.isFirstAuthorization(personID: "p2", clientID: EmulatorFixture.webClientID))
+        #expect(await !second.isFirstAuthorization(personID: person.id, clientID: Fixture.webClientID))
+        #expect(await second.isFirstAuthorization(personID: "p2", clientID: Fixture.webClientID))
         let again = try await second.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: person.id, shareEmail: true))
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: person.id, shareEmail: true))
         #expect(again.user == nil, "already uses this app: no user JSON")
         let refreshed = try await second.token(form: [
-            "client_id": EmulatorFixture.webClientID, "client_secret": secret, "refresh_token": refreshToken, "grant_type": "refresh_token",
+            "client_id": Fixture.webClientID, "client_secret": secret, "refresh_token": refreshToken, "grant_type": "refresh_token",
         ])
         let claims = try verifiedClaims(try #require(refreshed.id_token), jwks: await second.jwks)
         #expect(claims["sub"] as? String == firstClaims["sub"] as? String)
@@ -191,12 +199,12 @@ struct ConfigurationFileTests {
         let fixture = try EmulatorFixture()
         for _ in 0..<5 {
             _ = try await fixture.state.approve(ApprovalRequest(
-                clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
+                clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
         }
         #expect(await fixture.state.heldCodesAndAccessTokens.codes == 5)
         await fixture.state.advanceClock(by: .seconds(301))
         _ = try await fixture.state.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
         #expect(await fixture.state.heldCodesAndAccessTokens.codes == 1)
     }
 }

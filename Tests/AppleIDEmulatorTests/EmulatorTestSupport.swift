@@ -3,15 +3,15 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
-/// A registered web client, its operator key and an emulator built around it.
+/// An emulator with Fixture's team registered (its web client and its app, one operator key) beside a second
+/// team of its own, and the operator keys of both.
 struct EmulatorFixture {
-    static let teamID = "TEAM123456"
-    static let keyID = "KEY1234567"
-    static let webClientID = "com.example.web"
-    static let nativeClientID = "com.example.ios"
     static let redirectURI = "https://app.example.com/auth/apple/callback"
+    /// The second team: its id, its one web client and its key, there to differ from Fixture's (sub is per team,
+    /// a client is bound to its own team's key).
     static let otherTeamID = "OTHER12345"
     static let otherClientID = "com.other.web"
     static let otherKeyID = "OTHERKEY01"
@@ -33,11 +33,11 @@ struct EmulatorFixture {
         configuration = EmulatorConfiguration(
             clients: [
                 EmulatorClient(
-                    clientID: Self.webClientID, teamID: Self.teamID, keyID: Self.keyID,
+                    clientID: Fixture.webClientID, teamID: Fixture.teamID, keyID: Fixture.keyID,
                     publicKey: operatorKey.publicKey, redirectURIs: [Self.redirectURI], notificationURL: notificationURL
                 ),
                 EmulatorClient(
-                    clientID: Self.nativeClientID, teamID: Self.teamID, keyID: Self.keyID,
+                    clientID: Fixture.nativeClientID, teamID: Fixture.teamID, keyID: Fixture.keyID,
                     publicKey: operatorKey.publicKey
                 ),
                 EmulatorClient(
@@ -62,9 +62,9 @@ struct EmulatorFixture {
     /// A client secret like the operator's server makes; every claim can be spoiled.
     func clientSecret(
         key: P256PrivateKey? = nil,
-        kid: String = EmulatorFixture.keyID,
-        iss: String = EmulatorFixture.teamID,
-        sub: String = EmulatorFixture.webClientID,
+        kid: String = Fixture.keyID,
+        iss: String = Fixture.teamID,
+        sub: String = Fixture.webClientID,
         aud: String = "https://appleid.apple.com",
         iat: Int = Int(Date().timeIntervalSince1970),
         lifetime: Int = 3600
@@ -111,7 +111,7 @@ extension TestClientProtocol {
 
     /// Pre-approves through the admin API, returning the form fields the sheet would have posted.
     func approve(
-        person: String = "p1", clientID: String = EmulatorFixture.webClientID,
+        person: String = "p1", clientID: String = Fixture.webClientID,
         redirectURI: String = EmulatorFixture.redirectURI, state: String = "state-1", nonce: String? = "nonce-1",
         shareEmail: Bool = true
     ) async throws -> [String: String] {

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Fault injection")
@@ -31,7 +32,7 @@ struct FaultInjectionTests {
         try await fixture.app().test(.router) { (client) async throws in
             _ = try await client.postJSON("/emulator/admin/faults", ["endpoint": "revoke", "kind": "invalid_grant"])
             let revokeFields = [
-                ("client_id", EmulatorFixture.webClientID), ("client_secret", try fixture.clientSecret()), ("token", "r-any"),
+                ("client_id", Fixture.webClientID), ("client_secret", try fixture.clientSecret()), ("token", "r-any"),
             ]
             for _ in 0..<3 {
                 let response = try await client.postForm("/auth/revoke", revokeFields)

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 /// The emulator refuses what Apple refuses (README, "Staging with the emulator"; each rule's source is
@@ -47,7 +48,7 @@ struct FidelityTests {
     static func configuration(redirectURI: String, allowInsecure: Bool, adminToken: String? = nil) throws -> EmulatorConfiguration {
         EmulatorConfiguration(
             clients: [EmulatorClient(
-                clientID: EmulatorFixture.webClientID, teamID: EmulatorFixture.teamID, keyID: EmulatorFixture.keyID,
+                clientID: Fixture.webClientID, teamID: Fixture.teamID, keyID: Fixture.keyID,
                 publicKey: try P256PrivateKey.generate().publicKey, redirectURIs: [redirectURI])],
             templatesDirectory: EmulatorFixture.templatesDirectory,
             allowInsecureRedirectURIs: allowInsecure, adminToken: adminToken)
@@ -62,7 +63,7 @@ struct FidelityTests {
         do {
             _ = try AppleIDEmulatorState(configuration: try Self.configuration(redirectURI: "http://127.0.0.1:9/cb", allowInsecure: false))
         } catch let error as EmulatorConfigurationError {
-            #expect(error.description == "redirect URI http://127.0.0.1:9/cb of com.example.web: Apple only accepts https return URLs (--allow-insecure-redirect-uris for loopback tests)")
+            #expect(error.description == "redirect URI http://127.0.0.1:9/cb of \(Fixture.webClientID): Apple only accepts https return URLs (--allow-insecure-redirect-uris for loopback tests)")
         }
 
         let state = try AppleIDEmulatorState(configuration: try Self.configuration(redirectURI: "http://127.0.0.1:9/cb", allowInsecure: true))
@@ -86,7 +87,7 @@ struct FidelityTests {
     func duplicateClient() throws {
         var configuration = try Self.configuration(redirectURI: EmulatorFixture.redirectURI, allowInsecure: false)
         configuration.clients.append(configuration.clients[0])
-        #expect(throws: EmulatorConfigurationError("client_id com.example.web is registered twice")) {
+        #expect(throws: EmulatorConfigurationError("client_id \(Fixture.webClientID) is registered twice")) {
             try configuration.validate()
         }
     }
@@ -108,7 +109,7 @@ struct FidelityTests {
         let configuration = try Self.configuration(redirectURI: EmulatorFixture.redirectURI, allowInsecure: false, adminToken: token)
         let state = try AppleIDEmulatorState(configuration: configuration)
         let app = Application(router: try buildEmulatorRouter(state: state), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        let approve = try jsonBody(["client_id": EmulatorFixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p1"])
+        let approve = try jsonBody(["client_id": Fixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p1"])
         try await app.test(.router) { client in
             let routes: [(HTTPRequest.Method, String, ByteBuffer?)] = [
                 (.get, "/emulator/admin/people", nil),
@@ -119,7 +120,7 @@ struct FidelityTests {
                 (.delete, "/emulator/admin/faults", nil),
                 (.get, "/emulator/admin/events", nil),
                 (.post, "/emulator/admin/clock", try jsonBody(["advance_seconds": 1])),
-                (.post, "/emulator/admin/stop-using", try jsonBody(["person_id": "p1", "client_id": EmulatorFixture.webClientID])),
+                (.post, "/emulator/admin/stop-using", try jsonBody(["person_id": "p1", "client_id": Fixture.webClientID])),
             ]
             for (method, uri, body) in routes {
                 for header in [nil, "Bearer wrong-token-wrong-token", "Basic \(token)", "Bearer \(token)x"] as [String?] {
@@ -137,7 +138,7 @@ struct FidelityTests {
             let approved = try await client.executeRequest(uri: "/emulator/admin/approve", method: .post, headers: headers, body: approve)
             #expect(approved.status == .ok)
             // The dashboard's form is an admin route too, and is hidden.
-            let stop = try await client.postForm("/emulator/stop-using", [("person_id", "p1"), ("client_id", EmulatorFixture.webClientID)])
+            let stop = try await client.postForm("/emulator/stop-using", [("person_id", "p1"), ("client_id", Fixture.webClientID)])
             #expect(stop.status == .unauthorized)
             let dashboard = try await client.get("/emulator")
             #expect(dashboard.status == .ok)
@@ -146,7 +147,7 @@ struct FidelityTests {
             // Apple's own endpoints stay open.
             #expect((try await client.get("/auth/keys")).status == .ok)
         }
-        #expect(await !state.isFirstAuthorization(personID: "p1", clientID: EmulatorFixture.webClientID), "stop-using was refused")
+        #expect(await !state.isFirstAuthorization(personID: "p1", clientID: Fixture.webClientID), "stop-using was refused")
     }
 
     enum BadAdminBody: String, CaseIterable, Sendable {

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Pre-approved authorizations and their id_token")
@@ -18,7 +19,7 @@ struct IdentityTokenTests {
             #expect(jwks.keys.count >= 2)
             let claims = try verifiedClaims(try #require(fields["id_token"]), jwks: jwks)
             #expect(claims["iss"] as? String == "https://appleid.apple.com")
-            #expect(claims["aud"] as? String == EmulatorFixture.webClientID)
+            #expect(claims["aud"] as? String == Fixture.webClientID)
             #expect(claims["nonce"] as? String == "nonce-abc")
             #expect(claims["c_hash"] as? String == leftHalfSHA256(try #require(fields["code"])))
             // Apple sends these booleans as strings.
@@ -41,16 +42,16 @@ struct IdentityTokenTests {
     func subStability() async throws {
         let fixture = try EmulatorFixture()
         let state = fixture.state
-        let web = try await state.sub(personID: "p1", clientID: EmulatorFixture.webClientID)
-        let native = try await state.sub(personID: "p1", clientID: EmulatorFixture.nativeClientID)
+        let web = try await state.sub(personID: "p1", clientID: Fixture.webClientID)
+        let native = try await state.sub(personID: "p1", clientID: Fixture.nativeClientID)
         let otherTeam = try await state.sub(personID: "p1", clientID: EmulatorFixture.otherClientID)
-        let otherPerson = try await state.sub(personID: "p2", clientID: EmulatorFixture.webClientID)
+        let otherPerson = try await state.sub(personID: "p2", clientID: Fixture.webClientID)
         #expect(web == native, "same team, same sub")
         #expect(web != otherTeam)
         #expect(web != otherPerson)
         // A second emulator (e.g. after a restart) gives the seeded people the same subs.
         let restarted = try EmulatorFixture()
-        #expect(try await restarted.state.sub(personID: "p1", clientID: EmulatorFixture.webClientID) == web)
+        #expect(try await restarted.state.sub(personID: "p1", clientID: Fixture.webClientID) == web)
     }
 
     @Test("every sub is Apple-shaped, including those whose six-digit prefix needs leading zeros")
@@ -60,7 +61,7 @@ struct IdentityTokenTests {
         var padded = 0
         for index in 0..<300 {
             let person = await state.createPerson(givenName: "P", familyName: "\(index)", email: "p\(index)@example.com")
-            let sub = try await state.sub(personID: person.id, clientID: EmulatorFixture.webClientID)
+            let sub = try await state.sub(personID: person.id, clientID: Fixture.webClientID)
             #expect(sub.wholeMatch(of: #/\d{6}\.[0-9a-f]{32}\.\d{4}/#) != nil, "sub \(sub) is not Apple-shaped")
             if sub.hasPrefix("0") || sub.split(separator: ".").last?.hasPrefix("0") == true { padded += 1 }
         }
@@ -81,7 +82,7 @@ struct IdentityTokenTests {
             // another person is still first
             #expect(try await client.approve(person: "p3")["user"] != nil)
 
-            let stop = try await client.postJSON("/emulator/admin/stop-using", ["person_id": "p2", "client_id": EmulatorFixture.webClientID])
+            let stop = try await client.postJSON("/emulator/admin/stop-using", ["person_id": "p2", "client_id": Fixture.webClientID])
             #expect(stop.status == .ok)
             let third = try await client.approve(person: "p2")
             #expect(third["user"] != nil)
@@ -111,12 +112,12 @@ struct IdentityTokenTests {
         let fixture = try EmulatorFixture()
         try await fixture.app().test(.router) { (client) async throws in
             let badRedirect = try await client.postJSON("/emulator/admin/approve", [
-                "client_id": EmulatorFixture.webClientID, "redirect_uri": "https://elsewhere.example/cb", "person_id": "p1",
+                "client_id": Fixture.webClientID, "redirect_uri": "https://elsewhere.example/cb", "person_id": "p1",
             ])
             #expect(badRedirect.status == .badRequest)
             #expect(try badRedirect.json()["error_description"] as? String == "Invalid web redirect url.")
             let unknownPerson = try await client.postJSON("/emulator/admin/approve", [
-                "client_id": EmulatorFixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p99",
+                "client_id": Fixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI, "person_id": "p99",
             ])
             #expect(unknownPerson.status == .notFound)
             let noClient = try await client.postJSON("/emulator/admin/approve", ["person_id": "p1"])
@@ -129,13 +130,13 @@ struct IdentityTokenTests {
         let fixture = try EmulatorFixture()
         try await fixture.app().test(.router) { (client) async throws in
             let response = try await client.postJSON("/emulator/admin/people", [
-                "given_name": "Hedy", "family_name": "Lamarr", "email": "hedy@example.com", "client_id": EmulatorFixture.webClientID,
+                "given_name": "Hedy", "family_name": "Lamarr", "email": "hedy@example.com", "client_id": Fixture.webClientID,
             ])
             #expect(response.status == .created)
             let body = try response.json()
             let id = try #require(body["id"] as? String)
             let sub = try #require(body["sub"] as? String)
-            #expect(try await fixture.state.sub(personID: id, clientID: EmulatorFixture.webClientID) == sub)
+            #expect(try await fixture.state.sub(personID: id, clientID: Fixture.webClientID) == sub)
             let fields = try await client.approve(person: id)
             let claims = try verifiedClaims(try #require(fields["id_token"]), jwks: await fixture.state.jwks)
             #expect(claims["sub"] as? String == sub)

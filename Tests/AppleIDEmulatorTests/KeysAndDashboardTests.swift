@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("Signing keys and the dashboard")
@@ -45,7 +46,7 @@ struct KeysAndDashboardTests {
         let fixture = try EmulatorFixture()
         try await fixture.app().test(.router) { (client) async throws in
             _ = try await client.approve(person: "p1")
-            _ = try await client.postForm("/auth/token", [("client_id", EmulatorFixture.webClientID), ("grant_type", "authorization_code")])
+            _ = try await client.postForm("/auth/token", [("client_id", Fixture.webClientID), ("grant_type", "authorization_code")])
             let page = try await client.get("/emulator")
             #expect(page.status == .ok)
             let html = page.text
@@ -62,9 +63,9 @@ struct KeysAndDashboardTests {
             #expect(list.last?["status"] as? Int == 400)
 
             // "Stop using" from the dashboard forgets the authorization.
-            let stop = try await client.postForm("/emulator/stop-using", [("person_id", "p1"), ("client_id", EmulatorFixture.webClientID)])
+            let stop = try await client.postForm("/emulator/stop-using", [("person_id", "p1"), ("client_id", Fixture.webClientID)])
             #expect(stop.status == .seeOther)
-            #expect(await fixture.state.isFirstAuthorization(personID: "p1", clientID: EmulatorFixture.webClientID))
+            #expect(await fixture.state.isFirstAuthorization(personID: "p1", clientID: Fixture.webClientID))
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 /// What the loopback receiver was sent.
@@ -43,7 +44,7 @@ struct NotificationTests {
             let port = try #require(receiver.port)
             let fixture = try EmulatorFixture(notificationURL: "http://127.0.0.1:\(port)/auth/apple/notifications")
             // MUT
-            let delivery = try await fixture.state.sendNotification(type: type, personID: "p1", clientID: EmulatorFixture.webClientID)
+            let delivery = try await fixture.state.sendNotification(type: type, personID: "p1", clientID: Fixture.webClientID)
             // validate
             #expect(delivery.status == 200)
             #expect(delivery.error == nil)
@@ -51,11 +52,11 @@ struct NotificationTests {
             #expect(bodies == [delivery.payload])
             let (claims, event) = try Self.decode(try #require(bodies.first), jwks: await fixture.state.jwks)
             #expect(claims["iss"] as? String == "https://appleid.apple.com")
-            #expect(claims["aud"] as? String == EmulatorFixture.webClientID)
+            #expect(claims["aud"] as? String == Fixture.webClientID)
             #expect(claims["jti"] as? String == delivery.jti)
             #expect(abs((claims["iat"] as? Int ?? 0) - Int(Date().timeIntervalSince1970)) < 60)
             #expect(event["type"] as? String == type.rawValue)
-            #expect(event["sub"] as? String == (try await fixture.state.sub(personID: "p1", clientID: EmulatorFixture.webClientID)))
+            #expect(event["sub"] as? String == (try await fixture.state.sub(personID: "p1", clientID: Fixture.webClientID)))
             let eventTime = try #require(event["event_time"] as? Int)
             #expect(abs(eventTime - Int(Date().timeIntervalSince1970 * 1000)) < 5000, "event_time is in milliseconds")
             if type == .emailDisabled || type == .emailEnabled {
@@ -76,7 +77,7 @@ struct NotificationTests {
             let fixture = try EmulatorFixture(notificationURL: "http://127.0.0.1:\(port)/auth/apple/notifications")
             try await fixture.app().test(.router) { (client) async throws in
                 _ = try await client.approve(person: "p2")
-                let response = try await client.postJSON("/emulator/admin/stop-using", ["person_id": "p2", "client_id": EmulatorFixture.webClientID])
+                let response = try await client.postJSON("/emulator/admin/stop-using", ["person_id": "p2", "client_id": Fixture.webClientID])
                 #expect(response.status == .ok)
                 let notification = try #require(try response.json()["notification"] as? [String: Any])
                 #expect(notification["status"] as? Int == 500)
@@ -85,7 +86,7 @@ struct NotificationTests {
                 #expect(event["type"] as? String == "consent-revoked")
 
                 let admin = try await client.postJSON("/emulator/admin/notifications", [
-                    "type": "account-delete", "person_id": "p2", "client_id": EmulatorFixture.webClientID,
+                    "type": "account-delete", "person_id": "p2", "client_id": Fixture.webClientID,
                 ])
                 #expect(admin.status == .ok)
                 #expect(await received.bodies.count == 2)
@@ -104,10 +105,10 @@ struct NotificationTests {
             let port = try #require(receiver.port)
             let fixture = try EmulatorFixture(notificationURL: "http://127.0.0.1:\(port)/auth/apple/notifications")
             let fields = try await fixture.state.approve(ApprovalRequest(
-                clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p3", shareEmail: false
+                clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p3", shareEmail: false
             ))
             let idClaims = try verifiedClaims(try #require(fields.idToken), jwks: await fixture.state.jwks)
-            let delivery = try await fixture.state.sendNotification(type: .emailDisabled, personID: "p3", clientID: EmulatorFixture.webClientID)
+            let delivery = try await fixture.state.sendNotification(type: .emailDisabled, personID: "p3", clientID: Fixture.webClientID)
             let (_, event) = try Self.decode(delivery.payload, jwks: await fixture.state.jwks)
             #expect(event["email"] as? String == idClaims["email"] as? String)
             #expect(event["is_private_email"] as? String == "true")
@@ -119,7 +120,7 @@ struct NotificationTests {
     func unreachable() async throws {
         // Port 1 on loopback: nothing listens there, so the connection is refused.
         let fixture = try EmulatorFixture(notificationURL: "http://127.0.0.1:1/notifications")
-        let delivery = try await fixture.state.sendNotification(type: .consentRevoked, personID: "p1", clientID: EmulatorFixture.webClientID)
+        let delivery = try await fixture.state.sendNotification(type: .consentRevoked, personID: "p1", clientID: Fixture.webClientID)
         #expect(delivery.status == nil)
         #expect(delivery.error != nil)
         #expect(await fixture.state.events.last?.outcome.hasPrefix("delivery failed") == true)
@@ -129,8 +130,8 @@ struct NotificationTests {
     @Test("clients without a notification URL are refused")
     func noURL() async throws {
         let fixture = try EmulatorFixture()
-        await #expect(throws: EmulatorError.noNotificationURL(clientID: EmulatorFixture.webClientID)) {
-            try await fixture.state.sendNotification(type: .consentRevoked, personID: "p1", clientID: EmulatorFixture.webClientID)
+        await #expect(throws: EmulatorError.noNotificationURL(clientID: Fixture.webClientID)) {
+            try await fixture.state.sendNotification(type: .consentRevoked, personID: "p1", clientID: Fixture.webClientID)
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import PageTemplates
+import SIWATestSupport
 import Testing
 
 /// The emulator's pages, rendered from the values its controllers build. Every request-derived value is
@@ -21,7 +22,7 @@ struct PageRenderingTests {
 
     private static func parameters(state: String = hostile) -> [String: String] {
         [
-            "client_id": EmulatorFixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI,
+            "client_id": Fixture.webClientID, "redirect_uri": EmulatorFixture.redirectURI,
             "response_type": "code id_token", "response_mode": "form_post", "scope": "name email",
             "state": state, "nonce": "n-1",
         ]
@@ -32,7 +33,7 @@ struct PageRenderingTests {
         let fixture = try EmulatorFixture()
         let person = await fixture.state.createPerson(givenName: Self.hostile, familyName: "O'Brien & \"Co\"", email: "a<b>@example.com")
         _ = try await fixture.state.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
         let controller = AuthorizeController(
             state: fixture.state, templates: try EmulatorTemplates(directory: EmulatorFixture.templatesDirectory),
             faults: FaultInjector(state: fixture.state))
@@ -61,7 +62,7 @@ struct PageRenderingTests {
     func formPostAndError() async throws {
         let fixture = try EmulatorFixture()
         let fields = try await fixture.state.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, state: Self.hostile,
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, state: Self.hostile,
             nonce: "n-1", personID: "p2", givenName: Self.hostile))
         let page = try Self.render("form_post", AuthorizeController.formPostView(action: EmulatorFixture.redirectURI, fields: fields.formFields))
         #expect(page.contains(#"<input type="hidden" name="state" value="\#(Self.escapedHostile)">"#))
@@ -80,7 +81,7 @@ struct PageRenderingTests {
         let state = try AppleIDEmulatorState(configuration: configuration)
         await state.createPerson(givenName: Self.hostile, familyName: "Smith", email: "x@example.com")
         _ = try await state.approve(ApprovalRequest(
-            clientID: EmulatorFixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
+            clientID: Fixture.webClientID, redirectURI: EmulatorFixture.redirectURI, personID: "p1"))
         await state.recordAuthorizeError(AuthorizeError("invalid_request", Self.hostile), clientID: Self.hostile)
         await state.injectFault(EmulatorFault(kind: .status, status: 503, count: 2), for: .token)
         let controller = DashboardController(state: state, templates: try EmulatorTemplates(directory: EmulatorFixture.templatesDirectory))

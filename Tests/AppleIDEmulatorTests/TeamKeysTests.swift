@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 /// A team holding two Sign in with Apple keys while it replaces one (Apple allows it): client secrets signed
@@ -21,7 +22,7 @@ struct TeamKeysTests {
             for (secret, accepted) in [
                 (try fixture.clientSecret(), true),
                 (try fixture.clientSecret(key: newKey, kid: "NEWKEY0001"), true),
-                (try fixture.clientSecret(key: newKey, kid: EmulatorFixture.keyID), false),
+                (try fixture.clientSecret(key: newKey, kid: Fixture.keyID), false),
                 (try fixture.clientSecret(kid: "NEWKEY0001"), false),
                 (try fixture.clientSecret(key: newKey, kid: "UNKNOWN001"), false),
             ] {
@@ -47,10 +48,10 @@ struct TeamKeysTests {
         func write(_ otherKeys: String) throws -> String {
             let path = folder.appendingPathComponent("emulator.json").path
             try """
-                {"teams": [{"team_id": "ABCDE12345", "key_id": "OLDKEY0001", "public_key_path": "old.pem",
+                {"teams": [{"team_id": "\(Fixture.teamID)", "key_id": "OLDKEY0001", "public_key_path": "old.pem",
                             "other_keys": \(otherKeys),
-                            "services_ids": [{"client_id": "com.example.web", "redirect_uris": ["https://example.com/cb"]}],
-                            "bundle_ids": [{"client_id": "com.example.ios"}]}]}
+                            "services_ids": [{"client_id": "\(Fixture.webClientID)", "redirect_uris": ["https://example.com/cb"]}],
+                            "bundle_ids": [{"client_id": "\(Fixture.nativeClientID)"}]}]}
                 """.write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }

@@ -3,13 +3,14 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JOSE
+import SIWATestSupport
 import Testing
 
 @Suite("POST /auth/token and /auth/revoke")
 struct TokenEndpointTests {
     static func exchange(
         _ client: some TestClientProtocol, fixture: EmulatorFixture, code: String,
-        clientID: String = EmulatorFixture.webClientID, redirectURI: String? = EmulatorFixture.redirectURI,
+        clientID: String = Fixture.webClientID, redirectURI: String? = EmulatorFixture.redirectURI,
         secret: String? = nil
     ) async throws -> TestResponse {
         var fields = [
@@ -104,15 +105,15 @@ struct TokenEndpointTests {
     func nativeExchange() async throws {
         let fixture = try EmulatorFixture()
         try await fixture.app().test(.router) { (client) async throws in
-            let fields = try await client.approve(clientID: EmulatorFixture.nativeClientID, redirectURI: "", nonce: "n")
-            let secret = try fixture.clientSecret(sub: EmulatorFixture.nativeClientID)
+            let fields = try await client.approve(clientID: Fixture.nativeClientID, redirectURI: "", nonce: "n")
+            let secret = try fixture.clientSecret(sub: Fixture.nativeClientID)
             let response = try await Self.exchange(
                 client, fixture: fixture, code: try #require(fields["code"]),
-                clientID: EmulatorFixture.nativeClientID, redirectURI: nil, secret: secret
+                clientID: Fixture.nativeClientID, redirectURI: nil, secret: secret
             )
             #expect(response.status == .ok, "\(response.text)")
             let claims = try verifiedClaims(try #require(try response.json()["id_token"] as? String), jwks: await fixture.state.jwks)
-            #expect(claims["aud"] as? String == EmulatorFixture.nativeClientID)
+            #expect(claims["aud"] as? String == Fixture.nativeClientID)
         }
     }
 
@@ -123,7 +124,7 @@ struct TokenEndpointTests {
             let tokens = try await Self.exchange(client, fixture: fixture, code: try #require(try await client.approve()["code"])).json()
             let refreshToken = try #require(tokens["refresh_token"] as? String)
             let refreshFields = { [
-                ("client_id", EmulatorFixture.webClientID), ("client_secret", try fixture.clientSecret()),
+                ("client_id", Fixture.webClientID), ("client_secret", try fixture.clientSecret()),
                 ("grant_type", "refresh_token"), ("refresh_token", refreshToken),
             ] }
             let refreshed = try await client.postForm("/auth/token", try refreshFields())
@@ -136,7 +137,7 @@ struct TokenEndpointTests {
 
             // MUT: revoke
             let revoke = try await client.postForm("/auth/revoke", [
-                ("client_id", EmulatorFixture.webClientID), ("client_secret", try fixture.clientSecret()),
+                ("client_id", Fixture.webClientID), ("client_secret", try fixture.clientSecret()),
                 ("token", refreshToken), ("token_type_hint", "refresh_token"),
             ])
             #expect(revoke.status == .ok)
@@ -149,7 +150,7 @@ struct TokenEndpointTests {
             // Revoking again, or revoking nonsense, is still 200 (like Apple).
             for token in [refreshToken, "r-never-issued"] {
                 let again = try await client.postForm("/auth/revoke", [
-                    ("client_id", EmulatorFixture.webClientID), ("client_secret", try fixture.clientSecret()),
+                    ("client_id", Fixture.webClientID), ("client_secret", try fixture.clientSecret()),
                     ("token", token), ("token_type_hint", "refresh_token"),
                 ])
                 #expect(again.status == .ok)
@@ -163,7 +164,7 @@ struct TokenEndpointTests {
     func grantTypes() async throws {
         let fixture = try EmulatorFixture()
         try await fixture.app().test(.router) { (client) async throws in
-            let base = [("client_id", EmulatorFixture.webClientID), ("client_secret", try fixture.clientSecret())]
+            let base = [("client_id", Fixture.webClientID), ("client_secret", try fixture.clientSecret())]
             let unknown = try await client.postForm("/auth/token", base + [("grant_type", "password")])
             #expect(unknown.status == .badRequest)
             #expect(try unknown.json()["error"] as? String == "unsupported_grant_type")
@@ -186,14 +187,14 @@ struct TokenEndpointTests {
                 return try #require(try response.json()["access_token"] as? String)
             }
             let senderSecret = try fixture.clientSecret()
-            let senderToken = try await accessToken(clientID: EmulatorFixture.webClientID, secret: senderSecret)
-            let sub = try await fixture.state.sub(personID: "p1", clientID: EmulatorFixture.webClientID)
+            let senderToken = try await accessToken(clientID: Fixture.webClientID, secret: senderSecret)
+            let sub = try await fixture.state.sub(personID: "p1", clientID: Fixture.webClientID)
 
             var headers = formHeaders
             headers[.authorization] = "Bearer \(senderToken)"
             let transfer = try await client.postForm("/auth/usermigrationinfo", [
                 ("sub", sub), ("target", EmulatorFixture.otherTeamID),
-                ("client_id", EmulatorFixture.webClientID), ("client_secret", senderSecret),
+                ("client_id", Fixture.webClientID), ("client_secret", senderSecret),
             ], headers: headers)
             #expect(transfer.status == .ok, "\(transfer.text)")
             let transferSub = try #require(try transfer.json()["transfer_sub"] as? String)
@@ -234,7 +235,7 @@ struct ClientSecretTests {
         case .otherKey: try fixture.clientSecret(key: try P256PrivateKey.generate())
         case .wrongKid: try fixture.clientSecret(kid: "OTHERKID00")
         case .wrongIss: try fixture.clientSecret(iss: "WRONGTEAM0")
-        case .wrongSub: try fixture.clientSecret(sub: "com.example.other")
+        case .wrongSub: try fixture.clientSecret(sub: Fixture.otherClientID)
         case .wrongAud: try fixture.clientSecret(aud: "https://example.com")
         case .expired: try fixture.clientSecret(iat: now - 7200, lifetime: 3600)
         case .iatInFuture: try fixture.clientSecret(iat: now + 3600)
@@ -247,7 +248,7 @@ struct ClientSecretTests {
         try await fixture.app().test(.router) { (client) async throws in
             let code = try #require(try await client.approve()["code"])
             var fields = [
-                ("client_id", spoil == .unknownClient ? "com.unknown" : EmulatorFixture.webClientID),
+                ("client_id", spoil == .unknownClient ? "com.unknown" : Fixture.webClientID),
                 ("code", code), ("grant_type", "authorization_code"), ("redirect_uri", EmulatorFixture.redirectURI),
             ]
             if let secret { fields.append(("client_secret", secret)) }

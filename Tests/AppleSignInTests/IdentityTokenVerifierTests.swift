@@ -7,7 +7,7 @@ import Testing
 @Suite("Identity token verifier")
 struct IdentityTokenVerifierTests {
     static let now: Int64 = 1_800_000_000
-    static let audiences: Set<String> = ["com.example.web"]
+    static let audiences: Set<String> = [Fixture.webClientID]
 
     /// Runs `body` with a verifier whose keys come from a loopback stand-in publishing kid-A.
     func withVerifier(_ body: @Sendable (IdentityTokenVerifier, JWKSCache) async throws -> Void) async throws {
@@ -30,7 +30,7 @@ struct IdentityTokenVerifierTests {
             claims["transfer_sub"] = "t-1"
             let result = try await verify(verifier, claims)
             #expect(result == IdentityTokenClaims(
-                sub: "001234.abcdef.0001", aud: "com.example.web", exp: Self.now + 600, iat: Self.now - 10,
+                sub: "001234.abcdef.0001", aud: Fixture.webClientID, exp: Self.now + 600, iat: Self.now - 10,
                 nonce: "nonce-1", email: "x@privaterelay.appleid.com", authTime: Self.now - 20, realUserStatus: 2, transferSub: "t-1"
             ))
         }
@@ -96,8 +96,8 @@ struct IdentityTokenVerifierTests {
             var claims = validClaims(now: Self.now)
             claims["iss"] = "https://evil.example"
             await #expect(throws: IdentityTokenError.jws(.wrongIssuer("https://evil.example"))) { try await verify(verifier, claims) }
-            await #expect(throws: IdentityTokenError.jws(.wrongAudience("com.example.other"))) {
-                try await verify(verifier, validClaims(now: Self.now, aud: "com.example.other"))
+            await #expect(throws: IdentityTokenError.jws(.wrongAudience(Fixture.otherClientID))) {
+                try await verify(verifier, validClaims(now: Self.now, aud: Fixture.otherClientID))
             }
         }
     }
@@ -182,18 +182,18 @@ struct IdentityTokenVerifierTests {
 
             claims["email_verified"] = false
             claims["is_private_email"] = "TRUE"
-            claims["aud"] = ["com.example.web"]
+            claims["aud"] = [Fixture.webClientID]
             result = try await verify(verifier, claims)
             #expect(result.emailVerified == false)
             #expect(result.isPrivateEmail == true)
-            #expect(result.aud == "com.example.web")
+            #expect(result.aud == Fixture.webClientID)
 
-            claims["aud"] = ["com.example.web", "com.example.other"]
+            claims["aud"] = [Fixture.webClientID, Fixture.otherClientID]
             await #expect { try await verify(verifier, claims) } throws: { error in
                 if case .jws(.malformed) = error as? IdentityTokenError { return true }
                 return false
             }
-            claims["aud"] = "com.example.web"
+            claims["aud"] = Fixture.webClientID
             claims["email_verified"] = "yes"
             await #expect { try await verify(verifier, claims) } throws: { error in
                 if case .jws(.malformed) = error as? IdentityTokenError { return true }

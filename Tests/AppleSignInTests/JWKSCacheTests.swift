@@ -19,7 +19,7 @@ struct JWKSCacheTests {
             let subs = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<100 {
                     group.addTask {
-                        try await verifier.verify(token, audiences: ["com.example.web"], nonce: .exact("nonce-1"), code: nil).sub
+                        try await verifier.verify(token, audiences: [Fixture.webClientID], nonce: .exact("nonce-1"), code: nil).sub
                     }
                 }
                 return try await group.reduce(into: [String]()) { $0.append($1) }
@@ -117,7 +117,7 @@ struct JWKSCacheTests {
         // The stand-in is gone now (connection refused): still served.
         clock.advance(3601)
         let verifier = IdentityTokenVerifier(keys: keys, now: clock.function)
-        let claims = try await verifier.verify(try makeToken(validClaims(now: clock.now)), audiences: ["com.example.web"], nonce: .exact("nonce-1"), code: nil)
+        let claims = try await verifier.verify(try makeToken(validClaims(now: clock.now)), audiences: [Fixture.webClientID], nonce: .exact("nonce-1"), code: nil)
         #expect(claims.sub == "001234.abcdef.0001")
         #expect(await keys.fetchCount == 3)
         // Failures are not retried on every call.

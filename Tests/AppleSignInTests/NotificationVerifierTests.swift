@@ -20,7 +20,7 @@ struct NotificationVerifierTests {
         return Array(try JSONSerialization.data(withJSONObject: ["payload": token]))
     }
 
-    func claims(events: Any, aud: String = "com.example.web", jti: String? = "jti-1") -> [String: Any] {
+    func claims(events: Any, aud: String = Fixture.webClientID, jti: String? = "jti-1") -> [String: Any] {
         var claims: [String: Any] = ["iss": "https://appleid.apple.com", "aud": aud, "iat": Self.now - 5, "events": events]
         if let jti { claims["jti"] = jti }
         return claims
@@ -34,10 +34,10 @@ struct NotificationVerifierTests {
     func stringEvents() async throws {
         try await withVerifier { verifier async throws in
             let events = try eventsJSON(["type": "email-disabled", "sub": "001.a.1", "email": "x@privaterelay.appleid.com", "is_private_email": "true", "event_time": 1_799_999_999_000 as Int64])
-            let notification = try await verifier.verify(body: try body(claims(events: events)), audiences: ["com.example.web"])
+            let notification = try await verifier.verify(body: try body(claims(events: events)), audiences: [Fixture.webClientID])
             #expect(notification == ServerNotification(
                 jti: "jti-1", replayKey: "jti:jti-1", type: .emailDisabled, sub: "001.a.1", email: "x@privaterelay.appleid.com",
-                isPrivateEmail: true, eventTime: 1_799_999_999_000, audience: "com.example.web"
+                isPrivateEmail: true, eventTime: 1_799_999_999_000, audience: Fixture.webClientID
             ))
         }
     }
@@ -51,16 +51,16 @@ struct NotificationVerifierTests {
             ]
             for (raw, type) in cases {
                 let notification = try await verifier.verify(
-                    body: try body(claims(events: ["type": raw, "sub": "001.a.1", "is_private_email": false], aud: "com.example.ios")),
-                    audiences: ["com.example.web", "com.example.ios"]
+                    body: try body(claims(events: ["type": raw, "sub": "001.a.1", "is_private_email": false], aud: Fixture.nativeClientID)),
+                    audiences: [Fixture.webClientID, Fixture.nativeClientID]
                 )
                 #expect(notification.type == type)
                 #expect(notification.sub == "001.a.1")
                 #expect(notification.isPrivateEmail == false)
-                #expect(notification.audience == "com.example.ios")
+                #expect(notification.audience == Fixture.nativeClientID)
             }
             await #expect(throws: NotificationError.unknownEventType("account-exploded")) {
-                try await verifier.verify(body: try body(claims(events: ["type": "account-exploded", "sub": "s"])), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(claims(events: ["type": "account-exploded", "sub": "s"])), audiences: [Fixture.webClientID])
             }
             #expect(NotificationError.unknownEventType("x").isAuthenticButUnsupported)
             #expect(!NotificationError.jws(.invalidSignature).isAuthenticButUnsupported)
@@ -72,7 +72,7 @@ struct NotificationVerifierTests {
         try await withVerifier { verifier async throws in
             let token = try makeToken(claims(events: ["type": "consent-revoked", "sub": "s"], jti: nil))
             let body = Array(try JSONSerialization.data(withJSONObject: ["payload": token]))
-            let notification = try await verifier.verify(body: body, audiences: ["com.example.web"])
+            let notification = try await verifier.verify(body: body, audiences: [Fixture.webClientID])
             #expect(notification.jti == nil)
             #expect(notification.replayKey == "sha256:" + SHA256.hexDigest(Array(token.utf8)))
         }
@@ -83,46 +83,46 @@ struct NotificationVerifierTests {
         try await withVerifier { verifier async throws in
             let events = ["type": "account-delete", "sub": "s"]
             await #expect(throws: NotificationError.jws(.invalidSignature)) {
-                try await verifier.verify(body: try body(claims(events: events), key: TestKeys.attacker), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(claims(events: events), key: TestKeys.attacker), audiences: [Fixture.webClientID])
             }
-            await #expect(throws: NotificationError.jws(.wrongAudience("com.example.other"))) {
-                try await verifier.verify(body: try body(claims(events: events, aud: "com.example.other")), audiences: ["com.example.web"])
+            await #expect(throws: NotificationError.jws(.wrongAudience(Fixture.otherClientID))) {
+                try await verifier.verify(body: try body(claims(events: events, aud: Fixture.otherClientID)), audiences: [Fixture.webClientID])
             }
             var wrongIssuer = claims(events: events)
             wrongIssuer["iss"] = "https://evil.example"
             await #expect(throws: NotificationError.jws(.wrongIssuer("https://evil.example"))) {
-                try await verifier.verify(body: try body(wrongIssuer), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(wrongIssuer), audiences: [Fixture.webClientID])
             }
             var future = claims(events: events)
             future["iat"] = Self.now + 120
             await #expect(throws: NotificationError.jws(.issuedInFuture)) {
-                try await verifier.verify(body: try body(future), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(future), audiences: [Fixture.webClientID])
             }
             var old = claims(events: events)
             old["iat"] = Self.now - 8 * 86_400
             await #expect(throws: NotificationError.jws(.expired)) {
-                try await verifier.verify(body: try body(old), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(old), audiences: [Fixture.webClientID])
             }
             var expired = claims(events: events)
             expired["exp"] = Self.now - 120
             await #expect(throws: NotificationError.jws(.expired)) {
-                try await verifier.verify(body: try body(expired), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(expired), audiences: [Fixture.webClientID])
             }
             var arrayAudience = claims(events: events)
-            arrayAudience["aud"] = ["com.example.web"]
-            #expect(try await verifier.verify(body: try body(arrayAudience), audiences: ["com.example.web"]).audience == "com.example.web")
+            arrayAudience["aud"] = [Fixture.webClientID]
+            #expect(try await verifier.verify(body: try body(arrayAudience), audiences: [Fixture.webClientID]).audience == Fixture.webClientID)
             #expect(NotificationError.jws(.invalidSignature).httpStatus == 400)
             #expect(NotificationError.jws(.keysUnavailable("x")).httpStatus == 503)
             for bad in ["", "{}", "[1]", #"{"payload": 5}"#, "payload=abc"] {
                 await #expect {
-                    try await verifier.verify(body: Array(bad.utf8), audiences: ["com.example.web"])
+                    try await verifier.verify(body: Array(bad.utf8), audiences: [Fixture.webClientID])
                 } throws: { error in
                     if case .malformedBody = error as? NotificationError { return true }
                     return false
                 }
             }
             await #expect {
-                try await verifier.verify(body: try body(claims(events: "{not json")), audiences: ["com.example.web"])
+                try await verifier.verify(body: try body(claims(events: "{not json")), audiences: [Fixture.webClientID])
             } throws: { error in
                 if case .jws(.malformed) = error as? NotificationError { return true }
                 return false
@@ -132,7 +132,7 @@ struct NotificationVerifierTests {
                 HMACSHA256.authenticationCode(key: TestKeys.appleA.publicKey.modulus, data: input)
             }
             await #expect(throws: NotificationError.jws(.unsupportedAlgorithm("HS256"))) {
-                try await verifier.verify(body: Array(try JSONSerialization.data(withJSONObject: ["payload": hs])), audiences: ["com.example.web"])
+                try await verifier.verify(body: Array(try JSONSerialization.data(withJSONObject: ["payload": hs])), audiences: [Fixture.webClientID])
             }
         }
     }

@@ -2,6 +2,7 @@ import AppleSignIn
 import CurlHTTP
 import Foundation
 import JOSE
+import SIWATestSupport
 import Synchronization
 
 /// Keys generated once per test process (RSA generation is slow).
@@ -38,7 +39,7 @@ func makeToken(
 }
 
 /// Claims of a valid identity token at `now`.
-func validClaims(now: Int64, aud: String = "com.example.web", nonce: String? = "nonce-1") -> [String: Any] {
+func validClaims(now: Int64, aud: String = Fixture.webClientID, nonce: String? = "nonce-1") -> [String: Any] {
     var claims: [String: Any] = [
         "iss": "https://appleid.apple.com", "sub": "001234.abcdef.0001", "aud": aud,
         "iat": now - 10, "exp": now + 600, "email": "x@privaterelay.appleid.com",

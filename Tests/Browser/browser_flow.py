@@ -27,8 +27,7 @@ import urllib.parse
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import sync_playwright
 from siwa_testkit import TESTS, Emulator, Report
-
-WEB_CLIENT = "dev.siwa.demo.web"
+from siwa_testkit.demo import DEMO_WEB_CLIENT
 report = Report("browser")
 
 
@@ -231,7 +230,7 @@ def main():
 
         # 6. The lost first callback: the person's first authorization happened but never reached
         #    the site (approved through the admin API), so Apple sends no name: the recovery page.
-        admin("approve", {"client_id": WEB_CLIENT, "redirect_uri": args.app + "/auth/apple/callback",
+        admin("approve", {"client_id": DEMO_WEB_CLIENT, "redirect_uri": args.app + "/auth/apple/callback",
                                          "person_id": "p3", "state": "lost", "nonce": "lost"})
         flow.start_sign_in()
         flow.choose("p3")
@@ -242,7 +241,7 @@ def main():
         flow.step("recovery-page")
 
         # 7. "Stop using" at the emulator, then sign in again: the `user` JSON comes again
-        admin("stop-using", {"person_id": "p3", "client_id": WEB_CLIENT})
+        admin("stop-using", {"person_id": "p3", "client_id": DEMO_WEB_CLIENT})
         flow.start_sign_in()
         flow.choose("p3")
         assert flow.has_name_fields(), "after stop-using the sheet asks for the name again"

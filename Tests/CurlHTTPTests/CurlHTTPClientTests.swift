@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import SIWATestSupport
 import Testing
 
 @testable import CurlHTTP
@@ -73,7 +74,7 @@ struct CurlHTTPClientTests {
     @Test("form POST is encoded so that the server decodes the same fields")
     func formRoundTrip() async throws {
         let fields = [
-            ("client_id", "com.example.web"),
+            ("client_id", Fixture.webClientID),
             ("redirect_uri", "https://example.com/auth/apple/callback?x=1&y=2"),
             ("note", "spaces and + plus = equals & amp; ünïcødé 🍎 ~._-"),
             ("empty", ""),

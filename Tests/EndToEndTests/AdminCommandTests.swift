@@ -102,7 +102,7 @@ struct AdminCommandTests {
     func deleteWhileAppleIsDown(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let (web, app) = ("com.example.web", "com.example.app")
+        let (web, app) = (Fixture.webClientID, Fixture.nativeClientID)
         let ada = try await world.person(webClient: web, appClient: app)
 
         // find, then export: everything about the person, nothing secret
@@ -165,7 +165,7 @@ struct AdminCommandTests {
     func sessionsRevoke(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
         let now = Int64(Date().timeIntervalSince1970)
         let code = OIDCAuthorizationCode(codeHash: SecureRandom.token(byteCount: 32), clientID: "rp", redirectURI: "https://rp.example/cb",
                                          userID: ada.id, scope: "openid", nonce: nil, codeChallenge: nil, authTime: now,
@@ -200,7 +200,7 @@ struct AdminCommandTests {
         // validate
         switch backend {
         case .sqlite:
-            let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+            let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
             let again = try await world.siwa("backup", target, "--overwrite", "--json", "--yes")
             #expect(result.status == 0 && again.status == 0, "\(result.output)\n\(again.output)")
             #expect((try AdminWorld.json(again.output) as? [String: Any])?["integrity"] as? String == "ok")
@@ -223,7 +223,7 @@ struct AdminCommandTests {
     func exportListsPendingRevocations(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let (web, app) = ("com.example.web", "com.example.app")
+        let (web, app) = (Fixture.webClientID, Fixture.nativeClientID)
         // setup: Ada and Grace (the same clients) deleted while Apple is down; Ada signs in again with the same
         // Apple ID, which makes her a new account
         let ada = try await world.person(webClient: web, appClient: app)

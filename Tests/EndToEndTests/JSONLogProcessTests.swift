@@ -217,8 +217,8 @@ struct JSONLogProcessTests {
         let (port, _) = try await SiteWithEmulator.freePorts()
         let keyPath = ResourceLocator.packageRoot + "/Tests/JOSETests/Fixtures/AuthKey_PYFIXTURE1.p8"
         let child = try Child([
-            "emulator", "--port", String(port), "--team-id", "ABCDE12345", "--key-id", "PYFIXTURE1",
-            "--public-key", keyPath, "--client-id", "com.example.web", "--redirect-uri", "https://example.com/callback",
+            "emulator", "--port", String(port), "--team-id", Fixture.teamID, "--key-id", "PYFIXTURE1",
+            "--public-key", keyPath, "--client-id", Fixture.webClientID, "--redirect-uri", "https://example.com/callback",
             "--state-file", folder + "/state.json",
         ], environment: Self.environment(["LOG_FORMAT": "json"]), folder: folder)
         let http = CurlHTTPClient()
@@ -238,7 +238,7 @@ struct JSONLogProcessTests {
         #expect(lines.count == (output + errors).split(separator: "\n").count, "every line is one JSON object")
         let listening = try #require(lines.first { Self.message($0).hasPrefix("Apple ID emulator listening on ") },
                                      "no listening line in:\n\(output)\(errors)")
-        #expect(listening["port"] as? String == String(port) && listening["clients"] as? [String] == ["com.example.web"])
+        #expect(listening["port"] as? String == String(port) && listening["clients"] as? [String] == [Fixture.webClientID])
         #expect(listening["state_file"] as? String == folder + "/state.json")
         #expect(lines.last.map(Self.message) == "Apple ID emulator stopped")
     }
@@ -261,7 +261,7 @@ struct JSONLogProcessTests {
         let keyPath = ResourceLocator.packageRoot + "/Tests/JOSETests/Fixtures/AuthKey_PYFIXTURE1.p8"
         let (port, _) = try await SiteWithEmulator.freePorts()
         let production = [
-            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "PYFIXTURE1",
+            "APPLE_TEAM_ID": Fixture.teamID, "APPLE_CLIENT_ID": Fixture.webClientID, "APPLE_KEY_ID": "PYFIXTURE1",
             "APPLE_PRIVATE_KEY_PATH": keyPath, "PUBLIC_URL": "https://example.com",
             "TOKEN_ENCRYPTION_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "APPLE_BASE_URL": "http://127.0.0.1:9",
             "DATABASE_URL": "sqlite:/dev/null/siwa.sqlite", "DATA_DIR": folder, "PORT": String(port),

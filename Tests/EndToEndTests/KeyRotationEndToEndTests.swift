@@ -447,7 +447,7 @@ struct KeyRotationEndToEndTests {
         guard let world = try await AdminWorld.make(.sqlite) else { return }
         defer { Task { await world.close() } }
         let tag = UUID().uuidString.prefix(8).lowercased()
-        _ = try await world.person(webClient: "com.example.web-\(tag)", appClient: "com.example.app-\(tag)")
+        _ = try await world.person(webClient: "\(Fixture.webClientID)-\(tag)", appClient: "\(Fixture.nativeClientID)-\(tag)")
 
         // the demo OpenID key is stored at the first start of `siwa serve` (no admin command stores it), and signs
         try await world.start()

@@ -24,7 +24,7 @@ struct KeysAndFilesTests {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
         let binary = try #require(SIWABinary.path)
-        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
         let wrong = Self.with(world, key: AESGCMKey.generate())
         var serve = wrong
         let ports = try await FreePorts.take(2)
@@ -32,9 +32,9 @@ struct KeysAndFilesTests {
         serve["EMULATOR_PORT"] = String(ports[1])
         // A transfer runs with the team's own credentials (never in demo mode).
         var transfer = wrong
-        transfer["APPLE_TEAM_ID"] = "ABCDE12345"
-        transfer["APPLE_CLIENT_ID"] = "com.example.web"
-        transfer["APPLE_KEY_ID"] = "KEY1234567"
+        transfer["APPLE_TEAM_ID"] = Fixture.teamID
+        transfer["APPLE_CLIENT_ID"] = Fixture.webClientID
+        transfer["APPLE_KEY_ID"] = Fixture.keyID
         transfer["APPLE_PRIVATE_KEY"] = try P256PrivateKey.generate().pkcs8PEM()
         transfer["PUBLIC_URL"] = "https://app.example.com"
 
@@ -81,7 +81,7 @@ struct KeysAndFilesTests {
     func existingDatabaseRecordsItsKey(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        _ = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        _ = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
         // A read command records nothing.
         let look = try await world.siwa("outbox")
         #expect(look.status == 0, "\(look.output)")
@@ -98,7 +98,7 @@ struct KeysAndFilesTests {
     func typoCannotReseal(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
         try await world.start()
         let typo = Self.with(world, key: AESGCMKey.generate(), previous: world.cipher.key)
         let binary = try #require(SIWABinary.path)
@@ -121,7 +121,7 @@ struct KeysAndFilesTests {
     func unreadableTokenIsNeverDroppedSilently(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let (web, app) = ("com.example.web", "com.example.app")
+        let (web, app) = (Fixture.webClientID, Fixture.nativeClientID)
         let ada = try await world.person(webClient: web, appClient: app)
         // The app's token sealed with a key this configuration does not have (a restored row, a bad copy).
         let stranger = TokenCipher(key: AESGCMKey.generate())
@@ -207,7 +207,7 @@ struct KeysAndFilesTests {
     func asksOnATerminal() async throws {
         guard let world = try await AdminWorld.make(.sqlite) else { return }
         defer { Task { await world.close() } }
-        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
 
         // MUT: answered no, then yes
         let declined = try await Self.onTerminal(["admin", "people", "delete", ada.id], answer: "no", environment: world.environment)
@@ -226,7 +226,7 @@ struct KeysAndFilesTests {
     func readCommandsWriteNothing(_ backend: Backend) async throws {
         guard let world = try await AdminWorld.make(backend) else { return }
         defer { Task { await world.close() } }
-        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
         for arguments in [["people", "find", "--id", ada.id], ["people", "show", ada.id], ["people", "export", ada.id],
                           ["outbox"], ["oidc", "clients"], ["audit"], ["sessions", "revoke", ada.id, "--yes"]] {
             let result = try await SIWABinary.run(try #require(SIWABinary.path), ["admin"] + arguments, environment: world.environment)
@@ -245,7 +245,7 @@ struct KeysAndFilesTests {
         // setup: the world makes demo keys in DATA_DIR and the SQLite database there (in this process)
         guard let world = try await AdminWorld.make(.sqlite) else { return }
         defer { Task { await world.close() } }
-        let ada = try await world.person(webClient: "com.example.web", appClient: "com.example.app")
+        let ada = try await world.person(webClient: Fixture.webClientID, appClient: Fixture.nativeClientID)
         let backup = world.folder + "/exports/backup.sqlite"
         let export = world.folder + "/exports/ada.json"
         try FileManager.default.createDirectory(atPath: world.folder + "/exports", withIntermediateDirectories: true)

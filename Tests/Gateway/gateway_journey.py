@@ -26,6 +26,7 @@ import urllib.parse
 
 from gateway_stack import PROXIES, GatewayStack
 from siwa_testkit import Browser, Report, request
+from siwa_testkit.demo import DEMO_NATIVE_CLIENT
 
 report = Report("gateway")
 check, failures = report.check, report.failures
@@ -244,17 +245,13 @@ def journey(stack):
     app_api(stack, user[0] if user else None, second)
 
 
-# The demo's app (siwa serve in demo mode accepts it: APPLE_NATIVE_CLIENT_IDS defaults to it).
-NATIVE_CLIENT_ID = "dev.siwa.demo.ios"
-
-
 def native_token(stack, person):
     """What the iOS app does, through the proxy: a nonce from siwa, Apple's sheet (the emulator's admin
     approval, with the nonce's SHA-256), then POST /auth/apple/native; returns the bearer token."""
     issued = request("POST", stack.base_url + "/auth/apple/native/nonce")
     check(issued.status == 200, f"POST /auth/apple/native/nonce through the proxy → 200 ({issued.status})")
     raw = json.loads(issued.body)["nonce"]
-    fields = stack.emulator().approve(NATIVE_CLIENT_ID, "", person, nonce=hashlib.sha256(raw.encode()).hexdigest())
+    fields = stack.emulator().approve(DEMO_NATIVE_CLIENT, "", person, nonce=hashlib.sha256(raw.encode()).hexdigest())
     body = json.dumps({"identityToken": fields["id_token"], "authorizationCode": fields["code"], "nonce": raw,
                        "fullName": {"givenName": "Grace", "familyName": "Hopper"}})
     signed_in = request("POST", stack.base_url + "/auth/apple/native", body, {"Content-Type": "application/json"})

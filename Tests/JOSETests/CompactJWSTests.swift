@@ -1,4 +1,5 @@
 import Foundation
+import SIWATestSupport
 import Testing
 @testable import JOSE
 
@@ -12,15 +13,15 @@ struct CompactJWSTests {
         var url: String
     }
 
-    static let claims = Claims(iss: "TEAMID1234", sub: "com.example.web", iat: 1_700_000_000, exp: 1_700_003_600,
+    static let claims = Claims(iss: Fixture.teamID, sub: Fixture.webClientID, iat: 1_700_000_000, exp: 1_700_003_600,
                                url: "https://example.com/a/b")
 
     @Test("ES256: sign, parse, verify, decode")
     func es256() throws {
         let key = try P256PrivateKey.generate()
-        let token = try CompactJWS.signES256(payload: Self.claims, key: key, kid: "ABC123DEFG")
+        let token = try CompactJWS.signES256(payload: Self.claims, key: key, kid: Fixture.keyID)
         let jws = try CompactJWS(compact: token)
-        #expect(jws.header == JWSHeader(alg: "ES256", kid: "ABC123DEFG"))
+        #expect(jws.header == JWSHeader(alg: "ES256", kid: Fixture.keyID))
         #expect(jws.signature.count == 64)
         #expect(jws.isValidES256(for: key.publicKey))
         #expect(!jws.isValidRS256(for: try RSAPrivateKey.generate().publicKey))
@@ -28,7 +29,7 @@ struct CompactJWSTests {
         #expect(jws.signingInput == bytes(String(token[..<token.lastIndex(of: ".")!])))
         // Apple's client secret header is exactly {"alg":"ES256","kid":"…"}.
         let header = String(decoding: try Base64URL.decode(token.split(separator: ".")[0]), as: UTF8.self)
-        #expect(header == #"{"alg":"ES256","kid":"ABC123DEFG"}"#)
+        #expect(header == #"{"alg":"ES256","kid":"\#(Fixture.keyID)"}"#)
         // Slashes are not escaped in the payload.
         #expect(String(decoding: jws.payload, as: UTF8.self).contains("https://example.com/a/b"))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SIWATestSupport
 import Testing
 @testable import JOSE
 
@@ -45,7 +46,7 @@ struct CrossImplementationTests {
         try key.publicKey.pem().write(to: pemFile, atomically: true, encoding: .utf8)
 
         for index in 0..<5 {
-            let token = try CompactJWS.signES256(payload: ["iss": "TEAMID1234", "n": "\(index)"], key: key, kid: "K\(index)")
+            let token = try CompactJWS.signES256(payload: ["iss": Fixture.teamID, "n": "\(index)"], key: key, kid: "K\(index)")
             let result = try Self.run(python, [script, pemFile.path, token])
             #expect(result.status == 0, "python rejected our token: \(result.output)")
         }
@@ -65,7 +66,7 @@ struct CrossImplementationTests {
         // Python's own SPKI PEM of the key: no part of the check comes from our code but the signature.
         try #require(try Fixtures.strings("es256.json")["public_key_pem"]).write(to: pemFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: pemFile) }
-        let token = try CompactJWS.signES256(payload: ["sub": "com.example.web"], key: key, kid: "PYFIXTURE1")
+        let token = try CompactJWS.signES256(payload: ["sub": Fixture.webClientID], key: key, kid: "PYFIXTURE1")
         let result = try Self.run(python, [script, pemFile.path, token])
         #expect(result.status == 0, "python rejected our token: \(result.output)")
     }

@@ -12,7 +12,7 @@ struct ConfigurationTests {
 
     var productionSettings: [String: String] {
         [
-            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_TEAM_ID": Fixture.teamID, "APPLE_CLIENT_ID": Fixture.webClientID, "APPLE_KEY_ID": Fixture.keyID,
             "APPLE_PRIVATE_KEY": try! key.pkcs8PEM(), "PUBLIC_URL": "https://example.com",
             "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)), "DATABASE_URL": "sqlite::memory:",
         ]

@@ -26,15 +26,15 @@ struct EmulatorSettingsTests {
         }
     }
 
-    static let oneTeam = ["--team-id", "ABCDE12345", "--key-id", "KEY1234567", "--public-key", "/keys/team.pem"]
+    static let oneTeam = ["--team-id", Fixture.teamID, "--key-id", Fixture.keyID, "--public-key", "/keys/team.pem"]
 
     @Test("every flag the emulator always had still parses, lists repeated, in both spellings")
     func existingFlags() throws {
         // setup
         let arguments = Self.oneTeam + [
             "--host", "0.0.0.0", "--port=9090", "--state-file", "/tmp/state.json", "--admin-token", "0123456789abcdef0123",
-            "--allow-insecure-redirect-uris", "--client-id", "com.example.web", "--client-id=com.example.other",
-            "--native-client-id", "com.example.app", "--redirect-uri", "https://example.com/cb?a=1,2",
+            "--allow-insecure-redirect-uris", "--client-id", Fixture.webClientID, "--client-id=\(Fixture.otherClientID)",
+            "--native-client-id", Fixture.nativeClientID, "--redirect-uri", "https://example.com/cb?a=1,2",
             "--redirect-uri", "https://example.com/other", "--notification-url", "https://example.com/notify",
             "--log-level", "NOTICE", "--resources-dir", "/srv/siwa",
         ]
@@ -44,8 +44,8 @@ struct EmulatorSettingsTests {
         #expect(parsed.host == "0.0.0.0" && parsed.port == 9090)
         #expect(parsed.configFile == nil && parsed.stateFile == "/tmp/state.json")
         #expect(parsed.adminToken == "0123456789abcdef0123" && parsed.allowInsecureRedirectURIs)
-        #expect(parsed.teamID == "ABCDE12345" && parsed.keyID == "KEY1234567" && parsed.publicKeyPath == "/keys/team.pem")
-        #expect(parsed.clientIDs == ["com.example.web", "com.example.other"] && parsed.nativeClientIDs == ["com.example.app"])
+        #expect(parsed.teamID == Fixture.teamID && parsed.keyID == Fixture.keyID && parsed.publicKeyPath == "/keys/team.pem")
+        #expect(parsed.clientIDs == [Fixture.webClientID, Fixture.otherClientID] && parsed.nativeClientIDs == [Fixture.nativeClientID])
         // a repeated flag's value is taken whole: a comma inside a URI does not split it
         #expect(parsed.redirectURIs == ["https://example.com/cb?a=1,2", "https://example.com/other"])
         #expect(parsed.notificationURL == "https://example.com/notify" && parsed.logLevel == .notice)
@@ -77,10 +77,10 @@ struct EmulatorSettingsTests {
         #expect(flagsWin.port == 9292 && flagsWin.adminToken == "flag-token-0123456789" && flagsWin.configFile == "flag.json")
         #expect(flagsWin.host == "0.0.0.0")
 
-        let team = [S.teamID.name: "ABCDE12345", S.keyID.name: "KEY1234567", S.publicKeyPath.name: "/keys/team.pem",
-                    S.clientIDs.name: "com.example.web, com.example.other", S.redirectURIs.name: "https://example.com/cb"]
+        let team = [S.teamID.name: Fixture.teamID, S.keyID.name: Fixture.keyID, S.publicKeyPath.name: "/keys/team.pem",
+                    S.clientIDs.name: "\(Fixture.webClientID), \(Fixture.otherClientID)", S.redirectURIs.name: "https://example.com/cb"]
         let oneTeam = try options([], team)
-        #expect(oneTeam.clientIDs == ["com.example.web", "com.example.other"] && oneTeam.redirectURIs == ["https://example.com/cb"])
+        #expect(oneTeam.clientIDs == [Fixture.webClientID, Fixture.otherClientID] && oneTeam.redirectURIs == ["https://example.com/cb"])
         let repeated = try options(["--client-id", "com.example.flag"], team)
         #expect(repeated.clientIDs == ["com.example.flag"])
     }
@@ -97,15 +97,15 @@ struct EmulatorSettingsTests {
 
     @Test("the rules between settings, each naming them through the table")
     func rules() {
-        #expect(failure(["--config", "emulator.json", "--team-id", "ABCDE12345"])
+        #expect(failure(["--config", "emulator.json", "--team-id", Fixture.teamID])
             == "\(S.configFile.flagName) replaces the one-team flags (\(S.teamID.flagName), \(S.clientIDs.flagName), …): give one or the other")
-        #expect(failure(["--config", "emulator.json"], [S.clientIDs.name: "com.example.web"]) != nil)
-        #expect(failure(["--team-id", "ABCDE12345"])
+        #expect(failure(["--config", "emulator.json"], [S.clientIDs.name: Fixture.webClientID]) != nil)
+        #expect(failure(["--team-id", Fixture.teamID])
             == "\(S.teamID.flagName), \(S.keyID.flagName) and \(S.publicKeyPath.flagName) are required (or \(S.configFile.flagName) emulator.json)")
         #expect(failure(Self.oneTeam) == "\(S.clientIDs.flagName) or \(S.nativeClientIDs.flagName) is required")
-        #expect(failure(Self.oneTeam + ["--client-id", "com.example.web"])
+        #expect(failure(Self.oneTeam + ["--client-id", Fixture.webClientID])
             == "\(S.redirectURIs.flagName) is required with \(S.clientIDs.flagName)")
-        #expect(failure(Self.oneTeam + ["--native-client-id", "com.example.app"]) == nil)
+        #expect(failure(Self.oneTeam + ["--native-client-id", Fixture.nativeClientID]) == nil)
     }
 
     @Test("a malformed value or an unknown flag is one line naming it")

@@ -1,6 +1,7 @@
 import Foundation
 import JOSE
 import SIWASite
+import SIWATestSupport
 import SIWAWeb
 import Testing
 
@@ -12,7 +13,7 @@ struct GatewaySettingsTests {
     func validation() throws {
         let pem = try P256PrivateKey.generate().pkcs8PEM()
         let settings = [
-            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_TEAM_ID": Fixture.teamID, "APPLE_CLIENT_ID": Fixture.webClientID, "APPLE_KEY_ID": Fixture.keyID,
             "APPLE_PRIVATE_KEY": pem, "PUBLIC_URL": "https://app.example.com",
             "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)), "DATABASE_URL": "sqlite::memory:",
         ]

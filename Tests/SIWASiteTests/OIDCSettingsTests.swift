@@ -1,6 +1,7 @@
 import Foundation
 import JOSE
 import SIWASite
+import SIWATestSupport
 import SIWAWeb
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 struct OIDCSettingsTests {
     static func production(_ extra: [String: String]) throws -> [String: String] {
         [
-            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_CLIENT_ID": "com.example.web", "APPLE_KEY_ID": "KEY1234567",
+            "APPLE_TEAM_ID": Fixture.teamID, "APPLE_CLIENT_ID": Fixture.webClientID, "APPLE_KEY_ID": Fixture.keyID,
             "APPLE_PRIVATE_KEY": try P256PrivateKey.generate().pkcs8PEM(), "PUBLIC_URL": "https://example.com",
             "TOKEN_ENCRYPTION_KEY": Base64.encode(SecureRandom.bytes(count: 32)), "DATABASE_URL": "sqlite::memory:",
         ].merging(extra) { $1 }

@@ -46,7 +46,7 @@ struct SealingKeyRotationTests {
             let token = "refresh-\(prefix)-\(index)"
             apple.accept(refreshToken: token)
             let signIn = VerifiedSignIn(sub: "\(prefix).\(index)", email: "\(prefix)\(index)@example.com", emailVerified: true,
-                                        isPrivateEmail: false, clientID: SiteTestSettings.clientID, refreshToken: token,
+                                        isPrivateEmail: false, clientID: Fixture.webClientID, refreshToken: token,
                                         givenName: "Person", familyName: "\(index)")
             _ = try await instance.complete(signIn, sessionKind: .web, logger: TestDatabase.quietLogger)
         }

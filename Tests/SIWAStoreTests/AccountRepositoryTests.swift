@@ -199,7 +199,7 @@ struct AccountRepositoryTests {
             let (old, _) = try await db.accounts.completeSignIn(signIn(sub: "old-team-sub", email: "t@example.com", refreshToken: "c-old"))
             try await db.accounts.saveAppleUserInfo(.init(appleSub: "old-team-sub", givenName: "Ada", familyName: "Lovelace", email: nil, rawJSON: "{}", source: "web", receivedAt: 1))
             // a revocation still pending under the old sub (a token of an earlier account of the same person)
-            let pending = RevocationItem(id: randomID("r-"), clientID: "com.example.web", token: "sealed", tokenTypeHint: "refresh_token",
+            let pending = RevocationItem(id: randomID("r-"), clientID: Fixture.webClientID, token: "sealed", tokenTypeHint: "refresh_token",
                                          createdAt: 1, nextAttemptAt: 1, appleSub: "old-team-sub")
             try await db.outbox.enqueueRevocation(pending)
 
@@ -315,7 +315,7 @@ struct AccountRepositoryTests {
     @Test(arguments: Backend.allCases)
     func pendingProfileIsTakenOnceWhileUnexpired(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
-            let profile = PendingProfile(tokenHash: "ph", appleSub: "sub-p", email: "p@example.com", emailVerified: true, isPrivateEmail: false, clientID: "com.example.web", refreshToken: "cipher", createdAt: 100, expiresAt: 700)
+            let profile = PendingProfile(tokenHash: "ph", appleSub: "sub-p", email: "p@example.com", emailVerified: true, isPrivateEmail: false, clientID: Fixture.webClientID, refreshToken: "cipher", createdAt: 100, expiresAt: 700)
             try await test.db.accounts.savePendingProfile(profile)
             #expect(try await test.db.accounts.takePendingProfile(tokenHash: "ph", now: 200) == profile)
             #expect(try await test.db.accounts.takePendingProfile(tokenHash: "ph", now: 200) == nil)
@@ -348,7 +348,7 @@ struct AccountRepositoryTests {
             try await db.accounts.saveAppleUserInfo(.init(appleSub: "sub-d", givenName: "A", familyName: "B", email: nil, rawJSON: "{}", source: "web", receivedAt: 1))
             try await db.accounts.savePendingProfile(.init(tokenHash: "pp", appleSub: "sub-d", email: nil, emailVerified: false, isPrivateEmail: false, clientID: "c", refreshToken: nil, createdAt: 0, expiresAt: 9_000))
             let (keeper, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-keep", refreshToken: "k", session: "sk"))
-            let item = RevocationItem(id: randomID(), clientID: "com.example.web", token: "cipher", tokenTypeHint: "refresh_token", createdAt: 2_000, nextAttemptAt: 2_000)
+            let item = RevocationItem(id: randomID(), clientID: Fixture.webClientID, token: "cipher", tokenTypeHint: "refresh_token", createdAt: 2_000, nextAttemptAt: 2_000)
 
             // MUT
             #expect(try await db.accounts.deleteAccount(userID: user.id, revocations: { _ in item }) != nil)
@@ -408,11 +408,11 @@ struct AccountRepositoryTests {
         try await withDatabase(backend) { test in
             let db = test.db
             // setup: web, then the app, then the web again (a new web token replaces only the web one)
-            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-1", clientID: webClient, now: 100))
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "app-1", clientID: appClient, now: 200))
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-2", clientID: webClient, now: 300))
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-1", clientID: Fixture.webClientID, now: 100))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "app-1", clientID: Fixture.nativeClientID, now: 200))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-two", refreshToken: "web-2", clientID: Fixture.webClientID, now: 300))
             let tokens = try await db.apple.appleTokens(userID: user.id)
-            #expect(tokens.map(\.clientID) == [appClient, webClient])
+            #expect(tokens.map(\.clientID) == [Fixture.nativeClientID, Fixture.webClientID])
             #expect(tokens.map(\.refreshToken) == ["app-1", "web-2"])
             #expect(tokens.map(\.createdAt) == [200, 100])
             #expect(tokens.map(\.updatedAt) == [200, 300])
@@ -426,10 +426,10 @@ struct AccountRepositoryTests {
             // validate
             #expect(deleted == AccountDeletion(revocationsQueued: 2, unreadableDropped: 0))
             #expect(try await db.apple.appleTokens(userID: user.id).isEmpty)
-            #expect(try await db.outbox.revocation(id: "revoke-" + webClient)?.token == "resealed:web-2")
-            #expect(try await db.outbox.revocation(id: "revoke-" + webClient)?.clientID == webClient)
-            #expect(try await db.outbox.revocation(id: "revoke-" + appClient)?.token == "resealed:app-1")
-            #expect(try await db.outbox.revocation(id: "revoke-" + appClient)?.clientID == appClient)
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.webClientID)?.token == "resealed:web-2")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.webClientID)?.clientID == Fixture.webClientID)
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.nativeClientID)?.token == "resealed:app-1")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.nativeClientID)?.clientID == Fixture.nativeClientID)
             #expect(try await db.outbox.revocationCounts() == (2, 0))
         }
     }
@@ -439,10 +439,10 @@ struct AccountRepositoryTests {
     func unreadableTokenStopsDeletion(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-skip", refreshToken: "w", clientID: webClient))
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-skip", refreshToken: "a", clientID: appClient))
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-skip", refreshToken: "w", clientID: Fixture.webClientID))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-skip", refreshToken: "a", clientID: Fixture.nativeClientID))
             let onlyWeb: RevocationForToken = { token in
-                token.clientID == appClient ? nil : RevocationItem(id: "only-web", clientID: token.clientID, token: "x",
+                token.clientID == Fixture.nativeClientID ? nil : RevocationItem(id: "only-web", clientID: token.clientID, token: "x",
                                                                   tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0)
             }
             await #expect(throws: UnreadableAppleTokens(count: 1)) { try await db.accounts.deleteAccount(userID: user.id, revocations: onlyWeb) }
@@ -461,8 +461,8 @@ struct AccountRepositoryTests {
         try await withDatabase(backend) { test in
             let db = test.db
             // setup: a person with a web and an app token, a session each and the fallback row; and someone else
-            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-gone", refreshToken: "cipher-web", clientID: webClient, session: "s-gone"))
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-gone", refreshToken: "cipher-app", clientID: appClient, session: "s-gone-app"))
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-gone", refreshToken: "cipher-web", clientID: Fixture.webClientID, session: "s-gone"))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-gone", refreshToken: "cipher-app", clientID: Fixture.nativeClientID, session: "s-gone-app"))
             try await db.accounts.saveAppleUserInfo(.init(appleSub: "sub-gone", givenName: "A", familyName: nil, email: nil, rawJSON: "{}",
                                                           source: "web", receivedAt: 1))
             let (keeper, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-stays", refreshToken: "k", session: "s-stays"))
@@ -484,9 +484,9 @@ struct AccountRepositoryTests {
             #expect(try await db.sessions.session(tokenHash: "s-gone-app", now: 1_000) == nil)
             #expect(try await db.apple.appleTokens(userID: user.id).isEmpty)
             #expect(try await db.accounts.appleUserInfo(sub: "sub-gone") == nil)
-            #expect(try await db.outbox.revocation(id: "revoke-" + webClient)?.token == "resealed:cipher-web")
-            #expect(try await db.outbox.revocation(id: "revoke-" + appClient)?.token == "resealed:cipher-app")
-            #expect(try await db.outbox.revocation(id: "revoke-" + appClient)?.appleSub == "sub-gone", "under the person's sub")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.webClientID)?.token == "resealed:cipher-web")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.nativeClientID)?.token == "resealed:cipher-app")
+            #expect(try await db.outbox.revocation(id: "revoke-" + Fixture.nativeClientID)?.appleSub == "sub-gone", "under the person's sub")
             #expect(try await db.sessions.session(tokenHash: "s-stays", now: 1_000)?.1.id == keeper.id)
             #expect(try await db.apple.appleTokens(userID: keeper.id).count == 1)
             // Unknown (or gone already): nil, nothing queued.

@@ -26,7 +26,7 @@ struct AppleRepositoryTests {
             #expect(try await db.apple.appleTokens(userID: other.id).count == 1)
             #expect(try await db.apple.revokeConsent(sub: "nobody") == false)
 
-            try await db.apple.deleteAppleToken(userID: other.id, clientID: "com.example.web")
+            try await db.apple.deleteAppleToken(userID: other.id, clientID: Fixture.webClientID)
             #expect(try await db.apple.appleTokens(userID: other.id).isEmpty)
         }
     }
@@ -51,17 +51,17 @@ struct AppleRepositoryTests {
         try await withDatabase(backend) { test in
             let db = test.db
             // setup: old-form ciphertexts (no prefix) in all three places, and some already of the new form
-            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "old-account", clientID: webClient))
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:new-account", clientID: appClient))
+            let (user, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "old-account", clientID: Fixture.webClientID))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:new-account", clientID: Fixture.nativeClientID))
             try await db.accounts.savePendingProfile(PendingProfile(tokenHash: "ph-old", appleSub: "sub-p", email: nil, emailVerified: false,
-                                                           isPrivateEmail: false, clientID: webClient, refreshToken: "old-profile",
+                                                           isPrivateEmail: false, clientID: Fixture.webClientID, refreshToken: "old-profile",
                                                            createdAt: 0, expiresAt: 9_000))
             try await db.accounts.savePendingProfile(PendingProfile(tokenHash: "ph-none", appleSub: "sub-q", email: nil, emailVerified: false,
-                                                           isPrivateEmail: false, clientID: webClient, refreshToken: nil,
+                                                           isPrivateEmail: false, clientID: Fixture.webClientID, refreshToken: nil,
                                                            createdAt: 0, expiresAt: 9_000))
-            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-old", clientID: webClient, token: "old-outbox",
+            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-old", clientID: Fixture.webClientID, token: "old-outbox",
                                                           tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0))
-            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-done", clientID: webClient, token: "old-done",
+            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-done", clientID: Fixture.webClientID, token: "old-done",
                                                           tokenTypeHint: "refresh_token", createdAt: 0, nextAttemptAt: 0))
             _ = try await db.outbox.claimDueRevocations(now: 0, limit: 1, leaseSeconds: 60, holder: "worker")
             try await db.outbox.completeRevocation(id: "r-done", holder: "worker", now: 1)
@@ -70,12 +70,12 @@ struct AppleRepositoryTests {
             let legacy = try await db.apple.sealedTokens(notStartingWith: "v2:")
 
             // validate
-            let account = SealedToken(place: .account(userID: user.id, clientID: webClient), ciphertext: "old-account")
+            let account = SealedToken(place: .account(userID: user.id, clientID: Fixture.webClientID), ciphertext: "old-account")
             let profile = SealedToken(place: .pendingProfile(tokenHash: "ph-old"), ciphertext: "old-profile")
             let outbox = SealedToken(place: .revocation(id: "r-old"), ciphertext: "old-outbox")
             #expect(legacy == [account, profile, outbox])
             // a sign-in stored a newer token meanwhile: it is never overwritten
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:newer", clientID: webClient))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-l", refreshToken: "v2:newer", clientID: Fixture.webClientID))
             #expect(try await db.apple.replaceSealedToken(account, with: "v2:resealed") == false)
             #expect(try await db.apple.appleTokens(userID: user.id).map(\.refreshToken) == ["v2:new-account", "v2:newer"])
             #expect(try await db.apple.replaceSealedToken(profile, with: "v2:profile"))
@@ -95,20 +95,20 @@ struct AppleRepositoryTests {
             // setup: sealed secrets in each of the four tables, and in each one that holds nothing
             var tokens: [(userID: String, clientID: String, ciphertext: String)] = []
             for sub in ["sub-1", "sub-2", "sub-3"] {
-                let (user, _) = try await db.accounts.completeSignIn(signIn(sub: sub, refreshToken: "\(sub)-web", clientID: webClient))
-                _ = try await db.accounts.completeSignIn(signIn(sub: sub, refreshToken: "\(sub)-app", clientID: appClient))
-                tokens += [(user.id, appClient, "\(sub)-app"), (user.id, webClient, "\(sub)-web")]
+                let (user, _) = try await db.accounts.completeSignIn(signIn(sub: sub, refreshToken: "\(sub)-web", clientID: Fixture.webClientID))
+                _ = try await db.accounts.completeSignIn(signIn(sub: sub, refreshToken: "\(sub)-app", clientID: Fixture.nativeClientID))
+                tokens += [(user.id, Fixture.nativeClientID, "\(sub)-app"), (user.id, Fixture.webClientID, "\(sub)-web")]
             }
             _ = try await db.accounts.completeSignIn(signIn(sub: "sub-without-token", refreshToken: nil))
             let accounts = tokens.sorted { ($0.userID, $0.clientID) < ($1.userID, $1.clientID) }
                 .map { SealedToken(place: .account(userID: $0.userID, clientID: $0.clientID), ciphertext: $0.ciphertext) }
             for (hash, sealed): (String, String?) in [("ph-b", "p-b"), ("ph-a", "p-a"), ("ph-none", nil), ("ph-c", "p-c")] {
                 try await db.accounts.savePendingProfile(PendingProfile(tokenHash: hash, appleSub: "sub-\(hash)", email: nil, emailVerified: false,
-                                                                        isPrivateEmail: false, clientID: webClient, refreshToken: sealed,
+                                                                        isPrivateEmail: false, clientID: Fixture.webClientID, refreshToken: sealed,
                                                                         createdAt: 0, expiresAt: 9_000))
             }
             for id in ["r-b", "r-a", "r-d", "r-c"] {
-                try await db.outbox.enqueueRevocation(RevocationItem(id: id, clientID: webClient, token: "sealed-\(id)", tokenTypeHint: "refresh_token",
+                try await db.outbox.enqueueRevocation(RevocationItem(id: id, clientID: Fixture.webClientID, token: "sealed-\(id)", tokenTypeHint: "refresh_token",
                                                                      createdAt: 0, nextAttemptAt: 0))
             }
             _ = try await db.outbox.claimDueRevocations(now: 0, limit: 10, leaseSeconds: 60, holder: "w")
@@ -187,9 +187,9 @@ struct AppleRepositoryTests {
     func consentCheckGroupsTokens(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             let db = test.db
-            let (a, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-web", clientID: webClient, now: 100))
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-app", clientID: appClient, now: 100))
-            let (b, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-b", refreshToken: "b-app", clientID: appClient, now: 100))
+            let (a, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-web", clientID: Fixture.webClientID, now: 100))
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-a", refreshToken: "a-app", clientID: Fixture.nativeClientID, now: 100))
+            let (b, _) = try await db.accounts.completeSignIn(signIn(sub: "sub-b", refreshToken: "b-app", clientID: Fixture.nativeClientID, now: 100))
 
             let due = try await db.apple.usersDueForConsentCheck(before: 1_000, limit: 10)
             #expect(due.map(\.0.id).sorted() == [a.id, b.id].sorted())
@@ -200,9 +200,9 @@ struct AppleRepositoryTests {
             #expect(one.first?.1.count == (one.first?.0.id == a.id ? 2 : 1))
 
             // MUT: one of a's tokens is refused by Apple
-            try await db.apple.deleteAppleToken(userID: a.id, clientID: appClient)
+            try await db.apple.deleteAppleToken(userID: a.id, clientID: Fixture.nativeClientID)
             try await db.apple.markConsentChecked(userID: a.id, now: 900)
-            #expect(try await db.apple.appleTokens(userID: a.id).map(\.clientID) == [webClient])
+            #expect(try await db.apple.appleTokens(userID: a.id).map(\.clientID) == [Fixture.webClientID])
             #expect(try await db.apple.appleTokens(userID: a.id).map(\.validatedAt) == [900])
             #expect(try await db.apple.usersDueForConsentCheck(before: 1_000, limit: 10).map(\.0.id) == [b.id, a.id])
         }

@@ -32,7 +32,7 @@ struct OperationsRepositoryTests {
             // validate
             #expect(record.account == ada.with(lastSignIn: 1_100))
             #expect(record.sessions.map(\.kind) == [.web, .api])
-            #expect(record.appleTokens.map(\.clientID) == ["com.example.app", "com.example.web"])
+            #expect(record.appleTokens.map(\.clientID) == [Fixture.nativeClientID, Fixture.webClientID])
             #expect(record.oidcCodes.count == 2 && record.oidcCodes.filter { $0.consumedAt != nil }.count == 1)
             #expect(record.oidcAccessTokens.count == 1 && record.oidcAccessTokens[0].clientID == "rp")
             #expect(record.appleUserInfo?.givenName == "Ada")
@@ -64,9 +64,9 @@ struct OperationsRepositoryTests {
             #expect(again.id != ada.id)
             // An item naming nobody (queued before the outbox kept the person); Ada's web revocation fails once,
             // her app one is accepted.
-            try await test.db.outbox.enqueueRevocation(RevocationItem(id: randomID("anon-"), clientID: "com.example.web", token: "sealed-anon",
+            try await test.db.outbox.enqueueRevocation(RevocationItem(id: randomID("anon-"), clientID: Fixture.webClientID, token: "sealed-anon",
                                                                tokenTypeHint: "refresh_token", createdAt: 1_350, nextAttemptAt: 1_350))
-            let (adaWeb, adaApp) = ("revoke-\(ada.id)-com.example.web", "revoke-\(ada.id)-com.example.app")
+            let (adaWeb, adaApp) = ("revoke-\(ada.id)-\(Fixture.webClientID)", "revoke-\(ada.id)-\(Fixture.nativeClientID)")
             let claimed = try await test.db.outbox.claimDueRevocations(now: 1_500, limit: 10, leaseSeconds: 60, holder: "h")
             #expect(claimed.count == 4)
             #expect(claimed.first { $0.id == adaWeb }?.appleSub == ada.appleSub, "the deletion names the person")
@@ -77,13 +77,13 @@ struct OperationsRepositoryTests {
             // validate: only Ada's pending one, with its attempts, error and times, without its token
             #expect(record.pendingRevocations.map(\.id) == [adaWeb])
             let entry = try #require(record.pendingRevocations.first)
-            #expect(entry.clientID == "com.example.web" && entry.appleSub == ada.appleSub && entry.tokenTypeHint == "refresh_token")
+            #expect(entry.clientID == Fixture.webClientID && entry.appleSub == ada.appleSub && entry.tokenTypeHint == "refresh_token")
             #expect(entry.attempts == 1 && entry.lastError == "HTTP 503" && entry.createdAt == 1_300 && entry.nextAttemptAt == 5_000)
             #expect(entry.lockedUntil == nil)
             #expect(!"\(record)".contains("sealed-"), "no sealed token in \(record)")
             // Grace's wait under her sub; the outbox lists all pending, each with its person when known.
             let pending = try await test.db.outbox.pendingRevocations()
-            #expect(pending.filter { $0.appleSub == grace.appleSub }.map(\.clientID) == ["com.example.web"])
+            #expect(pending.filter { $0.appleSub == grace.appleSub }.map(\.clientID) == [Fixture.webClientID])
             #expect(pending.filter { $0.appleSub == nil }.count == 1)
             // The accepted one keeps nothing of the person: neither token nor sub.
             let done = try #require(try await test.db.outbox.revocation(id: adaApp))
@@ -97,21 +97,21 @@ struct OperationsRepositoryTests {
         try await withDatabase(backend) { test in
             let (ada, grace) = try await populatedWithTwoPeople(test.db)
             try await test.db.accounts.savePendingProfile(PendingProfile(tokenHash: "profile-hash-ada", appleSub: ada.appleSub, email: "ada@example.com",
-                                                                         emailVerified: true, isPrivateEmail: false, clientID: appClient,
+                                                                         emailVerified: true, isPrivateEmail: false, clientID: Fixture.nativeClientID,
                                                                          refreshToken: "sealed-profile", createdAt: 1_300, expiresAt: 1_900))
             try await test.db.accounts.savePendingProfile(PendingProfile(tokenHash: "profile-hash-grace", appleSub: grace.appleSub, email: nil,
-                                                                         emailVerified: false, isPrivateEmail: false, clientID: webClient,
+                                                                         emailVerified: false, isPrivateEmail: false, clientID: Fixture.webClientID,
                                                                          refreshToken: nil, createdAt: 1_400, expiresAt: 2_000))
             // MUT
             let record = try #require(try await test.db.operations.personRecord(userID: ada.id))
             // validate
             #expect(record.pendingProfiles.count == 1)
             let profile = try #require(record.pendingProfiles.first)
-            #expect(profile.email == "ada@example.com" && profile.clientID == appClient && profile.createdAt == 1_300 && profile.expiresAt == 1_900)
+            #expect(profile.email == "ada@example.com" && profile.clientID == Fixture.nativeClientID && profile.createdAt == 1_300 && profile.expiresAt == 1_900)
             for secret in ["profile-hash", "sealed-profile"] {
                 #expect(!"\(record)".contains(secret), "\(secret) in \(record)")
             }
-            #expect(try await test.db.operations.personRecord(userID: grace.id)?.pendingProfiles.map(\.clientID) == [webClient])
+            #expect(try await test.db.operations.personRecord(userID: grace.id)?.pendingProfiles.map(\.clientID) == [Fixture.webClientID])
         }
     }
 
@@ -224,7 +224,7 @@ struct OperationsRepositoryTests {
             let (ada, _) = try await db.accounts.completeSignIn(signIn(sub: "ada-old", refreshToken: "sealed", now: 10))
             try await db.accounts.saveAppleUserInfo(.init(appleSub: "ada-old", givenName: "Ada", familyName: nil, email: nil, rawJSON: "{}",
                                                           source: "web", receivedAt: 1))
-            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-ada", clientID: webClient, token: "t", tokenTypeHint: "refresh_token",
+            try await db.outbox.enqueueRevocation(RevocationItem(id: "r-ada", clientID: Fixture.webClientID, token: "t", tokenTypeHint: "refresh_token",
                                                                  createdAt: 5, nextAttemptAt: 5, appleSub: "ada-old"))
             let (grace, _) = try await db.accounts.completeSignIn(signIn(sub: "grace-old", now: 10))
 

@@ -88,11 +88,11 @@ struct OutboxRepositoryTests {
     func outboxAndRetry(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in
             // setup: one failed (waiting for its next attempt), one due, one done
-            let failed = RevocationItem(id: randomID("r-"), clientID: "com.example.web", token: "sealed-1", tokenTypeHint: "refresh_token",
+            let failed = RevocationItem(id: randomID("r-"), clientID: Fixture.webClientID, token: "sealed-1", tokenTypeHint: "refresh_token",
                                         createdAt: 100, attempts: 3, nextAttemptAt: 5_000, lastError: "HTTP 503")
-            let due = RevocationItem(id: randomID("r-"), clientID: "com.example.app", token: "sealed-2", tokenTypeHint: "refresh_token",
+            let due = RevocationItem(id: randomID("r-"), clientID: Fixture.nativeClientID, token: "sealed-2", tokenTypeHint: "refresh_token",
                                      createdAt: 200, nextAttemptAt: 200)
-            let done = RevocationItem(id: randomID("r-"), clientID: "com.example.web", token: "", tokenTypeHint: "refresh_token",
+            let done = RevocationItem(id: randomID("r-"), clientID: Fixture.webClientID, token: "", tokenTypeHint: "refresh_token",
                                       createdAt: 50, nextAttemptAt: 50, completedAt: 60)
             for item in [failed, due, done] { try await test.db.outbox.enqueueRevocation(item) }
             // MUT

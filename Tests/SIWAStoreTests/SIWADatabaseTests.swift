@@ -78,7 +78,7 @@ struct SIWADatabaseTests {
                 """,
                 """
                 INSERT INTO apple_tokens (user_id, client_id, refresh_token, created_at, updated_at, validated_at)
-                VALUES ('u-old', 'com.example.ios', 'old-ciphertext', 10, 20, 30)
+                VALUES ('u-old', '\(Fixture.nativeClientID)', 'old-ciphertext', 10, 20, 30)
                 """,
             ])
             try await db.migrate(upTo: version1 + [rows])
@@ -88,8 +88,8 @@ struct SIWADatabaseTests {
 
             // validate: the row survived; a web sign-in adds a second token instead of overwriting it
             #expect(try await db.apple.appleTokens(userID: "u-old") == [AppleTokenRecord(
-                userID: "u-old", clientID: appClient, refreshToken: "old-ciphertext", createdAt: 10, updatedAt: 20, validatedAt: 30)])
-            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-old", refreshToken: "new-web", clientID: webClient, now: 40))
+                userID: "u-old", clientID: Fixture.nativeClientID, refreshToken: "old-ciphertext", createdAt: 10, updatedAt: 20, validatedAt: 30)])
+            _ = try await db.accounts.completeSignIn(signIn(sub: "sub-old", refreshToken: "new-web", clientID: Fixture.webClientID, now: 40))
             #expect(try await db.apple.appleTokens(userID: "u-old").map(\.refreshToken) == ["old-ciphertext", "new-web"])
             // deleting the person still cascades to the rebuilt table
             #expect(try await db.accounts.deleteAccount(userID: "u-old", revocations: nil) != nil)

@@ -13,7 +13,7 @@ func randomID(_ prefix: String = "") -> String { prefix + UUID().uuidString.lowe
 
 func signIn(
     sub: String, email: String? = nil, given: String? = "Ada", family: String? = "Lovelace",
-    refreshToken: String? = nil, clientID: String = "com.example.web", transferFrom: String? = nil, now: Int64 = 1_000,
+    refreshToken: String? = nil, clientID: String = Fixture.webClientID, transferFrom: String? = nil, now: Int64 = 1_000,
     session: String = randomID("s-")
 ) -> NewSignIn {
     var seal: (@Sendable (String) throws -> String)?
@@ -28,10 +28,6 @@ func signIn(
         sessionTokenHash: session, sessionKind: .web, sessionExpiresAt: now + 3_600, now: now
     )
 }
-
-/// The client ids of a web sign-in (the default of `signIn`) and of an app's.
-let webClient = "com.example.web"
-let appClient = "com.example.ios"
 
 /// An OpenID authorization code for `userID`, issued at `now` to the relying party `rp`, valid a minute.
 func oidcCode(userID: String, now: Int64 = 1_000) -> OIDCAuthorizationCode {
@@ -52,7 +48,7 @@ func oidcAccessToken(for code: OIDCAuthorizationCode, now: Int64 = 1_000) -> OID
 func populatedWithTwoPeople(_ db: SIWADatabase) async throws -> (ada: UserAccount, grace: UserAccount) {
     let sub = randomID("sub-")
     let (ada, _) = try await db.accounts.completeSignIn(signIn(sub: sub, email: "Ada@Example.com", refreshToken: "sealed-web", session: "web-hash-ada"))
-    var app = signIn(sub: sub, refreshToken: "sealed-app", clientID: "com.example.app", now: 1_100, session: "app-hash-ada")
+    var app = signIn(sub: sub, refreshToken: "sealed-app", clientID: Fixture.nativeClientID, now: 1_100, session: "app-hash-ada")
     app.sessionKind = .api
     _ = try await db.accounts.completeSignIn(app)
     try await db.accounts.saveAppleUserInfo(AppleUserInfo(appleSub: sub, givenName: "Ada", familyName: "Lovelace", email: "ada@example.com",

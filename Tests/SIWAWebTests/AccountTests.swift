@@ -68,7 +68,7 @@ struct AccountTests {
             let revoke = try #require(revokes.first)
             #expect(revoke["token"] == "refresh-" + revoke["token"]!.dropFirst("refresh-".count))
             #expect(revoke["token_type_hint"] == "refresh_token")
-            #expect(revoke["client_id"] == TestApp.clientID)
+            #expect(revoke["client_id"] == Fixture.webClientID)
             var counts = try await app.database.outbox.revocationCounts()
             for _ in 0..<20 where counts.pending > 0 {
                 try await Task.sleep(for: .milliseconds(100))

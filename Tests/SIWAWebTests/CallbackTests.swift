@@ -35,7 +35,7 @@ struct CallbackTests {
             // the exchange sent what Apple expects
             let exchange = try #require(app.apple.requests(to: "/auth/token").last)
             #expect(exchange["grant_type"] == "authorization_code")
-            #expect(exchange["client_id"] == TestApp.clientID)
+            #expect(exchange["client_id"] == Fixture.webClientID)
             #expect(exchange["redirect_uri"] == "https://app.example.com/auth/apple/callback")
             #expect((exchange["client_secret"] ?? "").split(separator: ".").count == 3)
             // the refresh token is stored encrypted
@@ -62,7 +62,7 @@ struct CallbackTests {
     func authorizeRedirect(backend: Backend) async throws {
         try await TestApp.run(backend) { app, browser in
             let started = try await app.start(browser)
-            #expect(started.query["client_id"] == TestApp.clientID)
+            #expect(started.query["client_id"] == Fixture.webClientID)
             #expect(started.query["redirect_uri"] == "https://app.example.com/auth/apple/callback")
             #expect(started.query["response_type"] == "code id_token")
             #expect(started.query["response_mode"] == "form_post")
@@ -159,7 +159,7 @@ struct CallbackTests {
             let now = Int64(Date().timeIntervalSince1970)
             let breakages: [(String, (inout MintedClaims) -> Void)] = [
                 ("wrong iss", { $0.iss = "https://evil.example.com" }),
-                ("wrong aud", { $0.aud = "com.example.other" }),
+                ("wrong aud", { $0.aud = Fixture.otherClientID }),
                 ("expired", { $0.exp = now - 120 }),
                 ("iat in the future", { $0.iat = now + 600; $0.exp = now + 1200 }),
                 ("missing nonce", { $0.nonce = nil }),
@@ -181,14 +181,14 @@ struct CallbackTests {
             let tampered = try await app.start(browser)
             var fields = try await app.callbackForm(tampered, sub: "001.f")
             let parts = fields[2].1.split(separator: ".")
-            let otherPayload = Base64URL.encode(Array(#"{"iss":"https://appleid.apple.com","aud":"com.example.web","sub":"001.evil","exp":9999999999,"iat":1}"#.utf8))
+            let otherPayload = Base64URL.encode(Array(#"{"iss":"https://appleid.apple.com","aud":"\#(Fixture.webClientID)","sub":"001.evil","exp":9999999999,"iat":1}"#.utf8))
             fields[2].1 = "\(parts[0]).\(otherPayload).\(parts[2])"
             #expect(try await browser.postForm("/auth/apple/callback", fields).status == .unauthorized)
             // alg HS256 and none
             for alg in ["HS256", "none"] {
                 let attempt = try await app.start(browser)
                 var form = try await app.callbackForm(attempt, sub: "001.f")
-                let claims = MintedClaims(aud: TestApp.clientID, sub: "001.f", nonce: attempt.nonce)
+                let claims = MintedClaims(aud: Fixture.webClientID, sub: "001.f", nonce: attempt.nonce)
                 form[2].1 = try CompactJWS.serialize(header: JWSHeader(alg: alg, kid: LoopbackApple.kid), payload: Array(JSONEncoder().encode(claims))) { input in
                     alg == "none" ? [] : HMACSHA256.authenticationCode(key: Array("secret".utf8), data: input)
                 }

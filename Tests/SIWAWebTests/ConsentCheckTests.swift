@@ -50,7 +50,7 @@ struct ConsentCheckTests {
             #expect(try await app.database.apple.appleTokens(userID: account.id).isEmpty)
             #expect(try await app.database.accounts.user(sub: "cc.revoked") != nil, "the account itself stays")
             let call = try #require(await app.refreshRequests().last)
-            #expect(call["client_id"] == TestApp.clientID)
+            #expect(call["client_id"] == Fixture.webClientID)
             #expect(call["refresh_token"]?.hasPrefix("refresh-c") == true, "the decrypted token, not the ciphertext")
             #expect((call["client_secret"] ?? "").split(separator: ".").count == 3)
             // A second pass has nobody left to check.

@@ -31,7 +31,7 @@ struct GatewayCacheInstancesTests {
         var signedIn: UserAccount?
         for kind in [SessionKind.web, .api] {
             let signIn = VerifiedSignIn(sub: sub, email: "\(sub)@example.com", emailVerified: true, isPrivateEmail: false,
-                                        clientID: TestApp.clientID, refreshToken: nil, givenName: "Ada", familyName: "Lovelace")
+                                        clientID: Fixture.webClientID, refreshToken: nil, givenName: "Ada", familyName: "Lovelace")
             guard case .signedIn(let account, _, let token) = try await instance.complete(signIn, sessionKind: kind, logger: TestDatabase.quietLogger)
             else { throw TestFailure("no session for \(sub)") }
             signedIn = account

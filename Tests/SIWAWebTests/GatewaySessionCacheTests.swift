@@ -142,7 +142,7 @@ struct GatewaySessionCacheTests {
                 let hash = "s-" + UUID().uuidString.lowercased()
                 _ = try await test.db.accounts.completeSignIn(NewSignIn(
                     appleSub: "cache.\(index)", email: nil, emailVerified: false, isPrivateEmail: false, givenName: "Ada", familyName: nil,
-                    transferFromSub: nil, clientID: "com.example.web", sealRefreshToken: nil, sessionTokenHash: hash,
+                    transferFromSub: nil, clientID: Fixture.webClientID, sealRefreshToken: nil, sessionTokenHash: hash,
                     sessionKind: .web, sessionExpiresAt: now + 3_600, now: now))
                 hashes.append(hash)
             }

@@ -110,7 +110,7 @@ struct GatewayTests {
         try await TestApp.run(backend) { app, browser in
             let account = try await app.database.accounts.completeSignIn(NewSignIn(
                 appleSub: "010.empty", email: nil, emailVerified: false, isPrivateEmail: false, givenName: nil, familyName: nil,
-                transferFromSub: nil, clientID: TestApp.clientID, sealRefreshToken: nil, sessionTokenHash: "unused",
+                transferFromSub: nil, clientID: Fixture.webClientID, sealRefreshToken: nil, sessionTokenHash: "unused",
                 sessionKind: .api, sessionExpiresAt: Self.now() + 60, now: Self.now())).0
             let token = BearerSecret.generate()
             try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,

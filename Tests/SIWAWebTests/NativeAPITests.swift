@@ -22,7 +22,7 @@ struct NativeAPITests {
     }
 
     /// The app's request body. `nonce` defaults to a freshly issued one; the token carries its hash.
-    func credential(_ app: TestApp, _ browser: Browser, sub: String, nonce: String?? = .none, aud: String = TestApp.nativeClientID,
+    func credential(_ app: TestApp, _ browser: Browser, sub: String, nonce: String?? = .none, aud: String = Fixture.nativeClientID,
                     code: String? = "", name: (String, String)? = nil, tokenNonce: String? = nil,
                     identityToken: Bool = true) async throws -> ByteBuffer {
         let raw: String? = switch nonce {
@@ -64,7 +64,7 @@ struct NativeAPITests {
             #expect(user["email"] as? String == "app@example.com")
             // the code was exchanged with the bundle id as client_id
             let exchange = try #require(app.apple.requests(to: "/auth/token").last)
-            #expect(exchange["client_id"] == TestApp.nativeClientID)
+            #expect(exchange["client_id"] == Fixture.nativeClientID)
             #expect(exchange["code"] == "native-code-1")
             #expect(exchange["redirect_uri"] == nil)
 
@@ -162,7 +162,7 @@ struct NativeAPITests {
         try await TestApp.run(backend) { app, browser in
             #expect(try await post(browser, try await credential(app, browser, sub: "005.b", aud: "com.example.unknown")).status == .unauthorized)
             #expect(try await post(browser, try await credential(app, browser, sub: "005.b", tokenNonce: "raw-nonce")).status == .unauthorized)
-            #expect(try await post(browser, try await credential(app, browser, sub: "005.b", aud: TestApp.clientID)).status == .unauthorized)
+            #expect(try await post(browser, try await credential(app, browser, sub: "005.b", aud: Fixture.webClientID)).status == .unauthorized)
             let nonce = try await issueNonce(browser)
             let garbage = try await post(browser, ByteBuffer(string: #"{"identityToken":"a.b.c","authorizationCode":"c","nonce":"\#(nonce)"}"#))
             #expect(garbage.status == .unauthorized)

@@ -11,12 +11,12 @@ import Testing
 /// A server-to-server notification as Apple sends it: `events` is a JSON *string*.
 struct NotificationClaims: Encodable {
     var iss = "https://appleid.apple.com"
-    var aud = TestApp.clientID
+    var aud = Fixture.webClientID
     var iat = Int64(Date().timeIntervalSince1970)
     var jti = SecureRandom.token(byteCount: 16)
     var events: String
 
-    init(type: String, sub: String, aud: String = TestApp.clientID) {
+    init(type: String, sub: String, aud: String = Fixture.webClientID) {
         self.aud = aud
         self.events = #"{"type":"\#(type)","sub":"\#(sub)","event_time":\#(Int64(Date().timeIntervalSince1970) * 1000)}"#
     }

@@ -116,11 +116,11 @@ struct StoredTokenTests {
             for (hash, sealed) in [("ph-legacy", try app.legacySealed("refresh-legacy-profile")), ("ph-garbage", Base64.encode(SecureRandom.bytes(count: 40)))] {
                 try await app.database.accounts.savePendingProfile(PendingProfile(
                     tokenHash: hash, appleSub: "st.pending", email: nil, emailVerified: false, isPrivateEmail: false,
-                    clientID: TestApp.clientID, refreshToken: sealed, createdAt: now, expiresAt: now + 600))
+                    clientID: Fixture.webClientID, refreshToken: sealed, createdAt: now, expiresAt: now + 600))
             }
             // due in an hour, so the running worker leaves it alone during the test
             try await app.database.outbox.enqueueRevocation(RevocationItem(
-                id: "legacy-item", clientID: TestApp.clientID, token: try app.legacySealed("refresh-legacy-outbox"),
+                id: "legacy-item", clientID: Fixture.webClientID, token: try app.legacySealed("refresh-legacy-outbox"),
                 tokenTypeHint: "refresh_token", createdAt: now, nextAttemptAt: now + 3_600))
             let cipher = app.dependencies.cipher
             #expect(throws: TokenCipher.Failure.self, "the old form is refused wherever tokens are read") {
@@ -165,7 +165,7 @@ struct StoredTokenTests {
             // validate
             #expect(done.location == "/account")
             let (account, token) = try await app.accountAndToken(sub: "st.profile")
-            #expect(try app.dependencies.cipher.open(token.refreshToken, from: .account(userID: account.id, clientID: TestApp.clientID))
+            #expect(try app.dependencies.cipher.open(token.refreshToken, from: .account(userID: account.id, clientID: Fixture.webClientID))
                     == "refresh-" + code)
         }
     }
@@ -178,15 +178,15 @@ struct StoredTokenTests {
             // setup: the website, then the app (the native endpoint's last step, after its checks)
             try await app.signIn(browser, sub: "st.both")
             let (account, webToken) = try await app.accountAndToken(sub: "st.both")
-            let webPlain = try app.dependencies.cipher.open(webToken.refreshToken, from: .account(userID: account.id, clientID: TestApp.clientID))
+            let webPlain = try app.dependencies.cipher.open(webToken.refreshToken, from: .account(userID: account.id, clientID: Fixture.webClientID))
             let appSignIn = VerifiedSignIn(sub: "st.both", email: nil, emailVerified: false, isPrivateEmail: false,
-                                           clientID: TestApp.nativeClientID, refreshToken: "refresh-app-token",
+                                           clientID: Fixture.nativeClientID, refreshToken: "refresh-app-token",
                                            givenName: nil, familyName: nil)
             guard case .signedIn = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger) else {
                 Issue.record("the app sign-in did not complete")
                 return
             }
-            #expect(try await app.database.apple.appleTokens(userID: account.id).map(\.clientID) == [TestApp.nativeClientID, TestApp.clientID])
+            #expect(try await app.database.apple.appleTokens(userID: account.id).map(\.clientID) == [Fixture.nativeClientID, Fixture.webClientID])
 
             // MUT
             let csrf = try await app.csrf(browser)
@@ -195,7 +195,7 @@ struct StoredTokenTests {
             // validate
             let revokes = try await app.revokeRequests(atLeast: 2)
             let sent = Set(revokes.map { "\($0["client_id"] ?? "?") \($0["token"] ?? "?")" })
-            #expect(sent == ["\(TestApp.clientID) \(webPlain)", "\(TestApp.nativeClientID) refresh-app-token"])
+            #expect(sent == ["\(Fixture.webClientID) \(webPlain)", "\(Fixture.nativeClientID) refresh-app-token"])
             #expect(revokes.allSatisfy { $0["token_type_hint"] == "refresh_token" })
         }
     }
@@ -206,7 +206,7 @@ struct StoredTokenTests {
             // setup
             try await app.signIn(browser, sub: "st.check")
             let appSignIn = VerifiedSignIn(sub: "st.check", email: nil, emailVerified: false, isPrivateEmail: false,
-                                           clientID: TestApp.nativeClientID, refreshToken: "refresh-app-check",
+                                           clientID: Fixture.nativeClientID, refreshToken: "refresh-app-check",
                                            givenName: nil, familyName: nil)
             _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
             let account = try #require(try await app.database.accounts.user(sub: "st.check"))
@@ -216,7 +216,7 @@ struct StoredTokenTests {
 
             // validate
             #expect(result.revoked == 1 && result.valid == 0 && result.deferred == 0)
-            #expect(await app.refreshRequests().compactMap { $0["client_id"] }.sorted() == [TestApp.nativeClientID, TestApp.clientID])
+            #expect(await app.refreshRequests().compactMap { $0["client_id"] }.sorted() == [Fixture.nativeClientID, Fixture.webClientID])
             #expect(try await app.database.apple.appleTokens(userID: account.id).isEmpty)
             #expect(try await app.isSignedIn(browser) == false)
         }
@@ -229,10 +229,10 @@ struct StoredTokenTests {
             // setup: the website's token is good at Apple, the app's is not (an app not grouped with the website)
             try await app.signIn(browser, sub: "st.mixed")
             let (account, webToken) = try await app.accountAndToken(sub: "st.mixed")
-            let webPlain = try app.dependencies.cipher.open(webToken.refreshToken, from: .account(userID: account.id, clientID: TestApp.clientID))
+            let webPlain = try app.dependencies.cipher.open(webToken.refreshToken, from: .account(userID: account.id, clientID: Fixture.webClientID))
             app.apple.accept(refreshToken: webPlain)
             let appSignIn = VerifiedSignIn(sub: "st.mixed", email: nil, emailVerified: false, isPrivateEmail: false,
-                                           clientID: TestApp.nativeClientID, refreshToken: "refresh-app-refused",
+                                           clientID: Fixture.nativeClientID, refreshToken: "refresh-app-refused",
                                            givenName: nil, familyName: nil)
             _ = try await app.dependencies.complete(appSignIn, sessionKind: .api, logger: TestDatabase.quietLogger)
 
@@ -242,7 +242,7 @@ struct StoredTokenTests {
             // validate
             #expect(result.valid == 1 && result.revoked == 0 && result.deferred == 0)
             #expect(await app.refreshRequests().count == 2)
-            #expect(try await app.database.apple.appleTokens(userID: account.id).map(\.clientID) == [TestApp.clientID])
+            #expect(try await app.database.apple.appleTokens(userID: account.id).map(\.clientID) == [Fixture.webClientID])
             #expect(try await app.isSignedIn(browser))
             #expect(try await app.database.accounts.user(id: account.id)?.consentCheckedAt != nil)
         }

@@ -47,12 +47,12 @@ struct TokenKeyChangeTests {
             let profileHash = BearerSecret.hash(BearerSecret.generate())
             try await app.database.accounts.savePendingProfile(PendingProfile(
                 tokenHash: profileHash, appleSub: "kc.profile", email: nil, emailVerified: false, isPrivateEmail: false,
-                clientID: TestApp.clientID, refreshToken: try old.seal("rt-profile", for: .pendingProfile(tokenHash: profileHash)),
+                clientID: Fixture.webClientID, refreshToken: try old.seal("rt-profile", for: .pendingProfile(tokenHash: profileHash)),
                 createdAt: now, expiresAt: now + 600))
             let (held, foreign) = (UUID().uuidString, UUID().uuidString)
             for (id, cipher) in [(held, old), (foreign, TokenCipher(key: strangerKey))] {
                 try await app.database.outbox.enqueueRevocation(RevocationItem(
-                    id: id, clientID: TestApp.clientID, token: try cipher.seal("rt-\(id)", for: .revocation(id: id)),
+                    id: id, clientID: Fixture.webClientID, token: try cipher.seal("rt-\(id)", for: .revocation(id: id)),
                     tokenTypeHint: "refresh_token", createdAt: now, nextAttemptAt: now + 3600))
             }
             let csrfBefore = try await app.csrf(browser)

@@ -29,7 +29,8 @@ readiness waits), http (Response, request, Browser), emulator (the Apple ID emul
 report (Report: checks and the closing line), files (temporary directories), pacing (cpu_seconds,
 thread_cpu_seconds and paced: a server's CPU per request at a steady pace, for scripts/request-floor,
 scripts/layer-ab and scripts/gateway-bench), wrk (run_wrk: wrk run once and read), demo (DemoSiwa:
-`siwa serve --demo` with a signed-in session, for the benchmarks of the gateway check).
+`siwa serve --demo` with a signed-in session, for the benchmarks of the gateway check; DEMO_WEB_CLIENT and
+DEMO_NATIVE_CLIENT, the demo's client ids, for the suites that sign in there).
 """
 from .emulator import Emulator
 from .files import remove_directory, temporary_directory

@@ -13,8 +13,10 @@ from .ports import free_ports
 from .processes import StartupError, siwa_environment
 
 # The web client `siwa serve --demo` signs in as (SIWAConfiguration.Demo.clientID): a person the emulator
-# creates for it can sign in there.
+# creates for it can sign in there. The suites that drive the demo take it (and the app's) from here.
 DEMO_WEB_CLIENT = "dev.siwa.demo.web"
+# The demo's iOS app (SIWAConfiguration.Demo.nativeClientID): APPLE_NATIVE_CLIENT_IDS defaults to it in demo mode.
+DEMO_NATIVE_CLIENT = "dev.siwa.demo.ios"
 
 
 class DemoSiwa:

@@ -33,7 +33,7 @@ extension TestApp {
     ) async throws -> [(String, String)] {
         let code = "c" + SecureRandom.token(byteCount: 12)
         apple.register(code: code, sub: sub)
-        var claims = MintedClaims(aud: TestApp.clientID, sub: sub, nonce: started.nonce, c_hash: LoopbackApple.cHash(code),
+        var claims = MintedClaims(aud: Fixture.webClientID, sub: sub, nonce: started.nonce, c_hash: LoopbackApple.cHash(code),
                                   email: email, email_verified: .string("true"), is_private_email: .string("false"))
         edit(&claims)
         var fields = [("state", started.state), ("code", code), ("id_token", try apple.mint(claims, kid: kid))]

@@ -12,11 +12,6 @@ import Testing
 
 /// The app under test, wired to a loopback Apple and a fresh database, driven in-process.
 struct TestApp {
-    static let clientID = "com.example.web"
-    static let nativeClientID = "com.example.ios"
-    static let teamID = "TEAM123456"
-    static let keyID = "KEY1234567"
-
     let apple: LoopbackApple
     let dependencies: SIWADependencies
     let database: SIWADatabase
@@ -32,8 +27,8 @@ struct TestApp {
     static func configuration(appleBaseURL: String, edit: (inout SIWAConfiguration) throws -> Void = { _ in })
         throws -> SIWAConfiguration {
         var configuration = SIWAConfiguration(
-            isDemo: false, teamID: teamID, clientID: clientID, keyID: keyID, privateKey: try P256PrivateKey.generate(),
-            redirectURI: publicURL + "/auth/apple/callback", appleBaseURL: appleBaseURL, nativeClientIDs: [nativeClientID],
+            isDemo: false, teamID: Fixture.teamID, clientID: Fixture.webClientID, keyID: Fixture.keyID, privateKey: try P256PrivateKey.generate(),
+            redirectURI: publicURL + "/auth/apple/callback", appleBaseURL: appleBaseURL, nativeClientIDs: [Fixture.nativeClientID],
             publicURL: publicURL, databaseURL: try DatabaseURL("sqlite::memory:"), host: "127.0.0.1", port: 8080,
             tokenEncryptionKey: AESGCMKey.generate(), emulatorPort: 8081, dataDirectory: "data",
             siteName: "app.example.com", resources: SiteResources(root: packageRoot))
