@@ -76,11 +76,13 @@ struct GatewaySessionCacheTests {
         let cache = Self.cache()
         cache.store("h", Self.record("h"), ifStill: try #require(Self.mark(cache.lookup("h", now: 1_500))))
         let entry = try #require(Self.entry(cache.lookup("h", now: 1_500)))
-        #expect(try #require(Self.entry(cache.lookup("h", now: 1_500))) === entry)
+        let again = try #require(Self.entry(cache.lookup("h", now: 1_500)))
+        #expect(again === entry)
         // the next read of the session is a new entry
         let reread = try #require(Self.mark(cache.lookup("h", now: 1_500, at: .now + .seconds(1))))
         cache.store("h", Self.record("h"), ifStill: reread)
-        #expect(try #require(Self.entry(cache.lookup("h", now: 1_500))) !== entry)
+        let next = try #require(Self.entry(cache.lookup("h", now: 1_500)))
+        #expect(next !== entry)
     }
 
     @Test("bounded: never more than its capacity, the most recently stored kept")
