@@ -242,7 +242,7 @@ extension SIWADatabase {
             if case .unavailable = error { throw error }
             throw StoreError.migrationFailed(error.description)
         } catch {
-            throw StoreError.migrationFailed(Self.describe(error))
+            throw StoreError.migrationFailed(StoreCore.describe(error))
         }
     }
 

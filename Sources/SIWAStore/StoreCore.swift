@@ -188,9 +188,6 @@ extension StoreRoom {
     func sessionsEnded() {
         core.sessionChanges.ended()
     }
-
-    static func map(_ error: any Error) -> any Error { StoreCore.map(error) }
-    static func describe(_ error: any Error) -> String { StoreCore.describe(error) }
 }
 
 extension SQLDatabase {
