@@ -193,6 +193,8 @@ package let migrations: [Migration] = [
     sealingKeyMigration,
     // What operators did with `siwa admin` (SIWADatabase+AdminAudit.swift).
     adminAuditMigration,
+    // Idle deadlines, devices and app refresh tokens (SessionRepository+AppSessions.swift).
+    appSessionsMigration,
 ]
 
 extension SIWADatabase {

@@ -138,16 +138,59 @@ public struct SessionRecord: Sendable, Equatable {
     public var userID: String
     public var kind: SessionKind
     public var createdAt: Int64
+    /// The absolute end (SPEC §13): it never moves.
     public var expiresAt: Int64
+    /// Last use, moved by a touch (at most once per ``SessionTouch/interval``).
     public var lastSeenAt: Int64
+    /// The idle deadline, moved forward by each touch; nil when there is none (idle timeout 0, app tokens,
+    /// and sessions from before the setting until their first touch).
+    public var idleExpiresAt: Int64?
+    /// The sign-in's `User-Agent`, shortened to ``SessionRecord/userAgentLimit`` characters; nil when none was sent.
+    public var userAgent: String?
+    /// The app session (refresh token family) an access token belongs to; nil for web sessions and for app
+    /// bearers issued before refresh tokens (they live their 90 days alone).
+    public var familyID: String?
+    /// Not a column: true when the read that returned this record moved its idle deadline (the caller then
+    /// re-sends the cookie with its new expiry).
+    public var wasTouched = false
 
-    public init(tokenHash: String, userID: String, kind: SessionKind, createdAt: Int64, expiresAt: Int64, lastSeenAt: Int64) {
+    public static let userAgentLimit = 512
+
+    public init(tokenHash: String, userID: String, kind: SessionKind, createdAt: Int64, expiresAt: Int64, lastSeenAt: Int64,
+                idleExpiresAt: Int64? = nil, userAgent: String? = nil, familyID: String? = nil) {
         self.tokenHash = tokenHash
         self.userID = userID
         self.kind = kind
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.lastSeenAt = lastSeenAt
+        self.idleExpiresAt = idleExpiresAt
+        self.userAgent = userAgent.map { String($0.prefix(Self.userAgentLimit)) }
+        self.familyID = familyID
+    }
+
+    /// When the session stops being valid: the earlier of its absolute end and its idle deadline.
+    public var validUntil: Int64 { min(expiresAt, idleExpiresAt ?? .max) }
+}
+
+/// How a used session moves forward (SPEC §13): its idle deadline `idleTimeout` seconds after the touch
+/// (never past the absolute end), at most once per ``interval``: an hour, or a tenth of the idle timeout
+/// when that is shorter. `idleTimeout` 0: no idle deadline; last use is still recorded hourly.
+public struct SessionTouch: Sendable, Equatable {
+    public let idleTimeout: Int64
+    public let interval: Int64
+
+    public init(idleTimeout: Int64) {
+        self.idleTimeout = max(0, idleTimeout)
+        self.interval = idleTimeout > 0 ? max(1, min(3_600, idleTimeout / 10)) : 3_600
+    }
+
+    /// Whether a use of `session` at `now` moves it.
+    public func isDue(_ session: SessionRecord, now: Int64) -> Bool { now - session.lastSeenAt >= interval }
+
+    /// The idle deadline of a session used at `now` that ends at `expiresAt`.
+    public func idleDeadline(now: Int64, expiresAt: Int64) -> Int64? {
+        idleTimeout > 0 ? min(now + idleTimeout, expiresAt) : nil
     }
 }
 
@@ -263,13 +306,20 @@ public struct NewSignIn: Sendable {
     /// The session the signing-in browser still carries, ended in the same transaction that starts the
     /// new one (a sign-in always starts a fresh session); nil when there is none.
     public var endingSessionHash: String?
+    /// The new session's idle deadline (web), nil for none.
+    public var sessionIdleExpiresAt: Int64?
+    /// The signing-in browser's or app's `User-Agent`.
+    public var sessionUserAgent: String?
+    /// An app sign-in's first refresh token, which starts its family; nil for web sessions.
+    public var appRefresh: AppRefreshGrant?
     public var now: Int64
 
     public init(
         appleSub: String, email: String?, emailVerified: Bool, isPrivateEmail: Bool,
         givenName: String? = nil, familyName: String? = nil, transferFromSub: String? = nil,
         clientID: String, sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?,
-        sessionTokenHash: String, sessionKind: SessionKind, sessionExpiresAt: Int64, endingSessionHash: String? = nil, now: Int64
+        sessionTokenHash: String, sessionKind: SessionKind, sessionExpiresAt: Int64, endingSessionHash: String? = nil,
+        sessionIdleExpiresAt: Int64? = nil, sessionUserAgent: String? = nil, appRefresh: AppRefreshGrant? = nil, now: Int64
     ) {
         self.appleSub = appleSub
         self.email = email
@@ -284,6 +334,9 @@ public struct NewSignIn: Sendable {
         self.sessionKind = sessionKind
         self.sessionExpiresAt = sessionExpiresAt
         self.endingSessionHash = endingSessionHash
+        self.sessionIdleExpiresAt = sessionIdleExpiresAt
+        self.sessionUserAgent = sessionUserAgent
+        self.appRefresh = appRefresh
         self.now = now
     }
 }

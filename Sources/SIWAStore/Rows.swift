@@ -10,7 +10,12 @@ enum Columns {
     ]
     static let appleUserInfo = ["apple_sub", "given_name", "family_name", "email", "raw_json", "source", "received_at"]
     static let pendingAuthorization = ["state", "nonce", "binding_hash", "created_at", "expires_at", "consumed_at", "return_to"]
-    static let session = ["token_hash", "user_id", "kind", "created_at", "expires_at", "last_seen_at"]
+    static let session = [
+        "token_hash", "user_id", "kind", "created_at", "expires_at", "last_seen_at", "idle_expires_at", "user_agent", "family_id",
+    ]
+    static let appRefreshToken = [
+        "token_hash", "family_id", "user_id", "user_agent", "family_started_at", "created_at", "expires_at", "spent_at",
+    ]
     static let appleToken = ["user_id", "client_id", "refresh_token", "created_at", "updated_at", "validated_at"]
     static let revocation = [
         "id", "client_id", "token", "token_type_hint", "created_at", "attempts", "next_attempt_at", "last_error",
@@ -103,7 +108,23 @@ extension SQLRow {
             kind: sessionKind,
             createdAt: try value(prefix + "created_at", Int64.self),
             expiresAt: try value(prefix + "expires_at", Int64.self),
-            lastSeenAt: try value(prefix + "last_seen_at", Int64.self)
+            lastSeenAt: try value(prefix + "last_seen_at", Int64.self),
+            idleExpiresAt: try value(prefix + "idle_expires_at", Int64?.self),
+            userAgent: try value(prefix + "user_agent", String?.self),
+            familyID: try value(prefix + "family_id", String?.self)
+        )
+    }
+
+    func appRefreshToken() throws -> AppRefreshToken {
+        AppRefreshToken(
+            tokenHash: try value("token_hash", String.self),
+            familyID: try value("family_id", String.self),
+            userID: try value("user_id", String.self),
+            userAgent: try value("user_agent", String?.self),
+            familyStartedAt: try value("family_started_at", Int64.self),
+            createdAt: try value("created_at", Int64.self),
+            expiresAt: try value("expires_at", Int64.self),
+            spentAt: try value("spent_at", Int64?.self)
         )
     }
 

@@ -52,7 +52,8 @@ public func buildApplication(
     )
     app.addServices(ResourceCloser(database: dependencies.database, apple: dependencies.apple))
     app.addServices(RevocationWorker(dependencies: dependencies, logger: logger))
-    app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger, instanceID: dependencies.instanceID))
+    app.addServices(SweeperService(database: dependencies.database, now: dependencies.now, logger: logger,
+                                   instanceID: dependencies.instanceID, metrics: dependencies.metrics))
     app.addServices(ConsentCheckService(dependencies: dependencies, logger: logger))
     if let metricsPort = configuration.metricsPort {
         // `/metrics` on its own listener (SPEC §9): the public port never serves it, and the

@@ -66,7 +66,8 @@ public struct SIWADependencies: Sendable {
             limiter: configuration.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.rateLimitPerMinute, now: now) : nil,
             metrics: metrics)
         self.signInCap = SignInCap(configuration: configuration, now: now)
-        self.gatewayCache = GatewaySessionCache(capacity: configuration.gatewaySessionCache, database: database)
+        self.gatewayCache = GatewaySessionCache(capacity: configuration.gatewaySessionCache, database: database,
+                                                touch: configuration.sessionTouch)
         var keyLogger = Logger(label: "siwa")
         keyLogger.logLevel = configuration.logLevel
         self.oidcKeys = configuration.oidc.map {

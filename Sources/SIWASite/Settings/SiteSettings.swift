@@ -118,6 +118,31 @@ public enum SiteSettings {
         default: SIWAConfiguration.defaultGatewaySessionCache, defaultText: "`10000`",
         parse: Parse.wholeNumber(in: 0...10_000_000, "must be a number of sessions from 0 to 10000000"),
         summary: { String($0.gatewaySessionCache) })
+    // MARK: Sessions (SPEC §13)
+    static let sessionLifetime = Setting<Int>(
+        "SESSION_LIFETIME_SECONDS", flag: "session-lifetime",
+        meaning: "a web session's absolute lifetime from sign-in, in seconds; use never extends it",
+        default: SIWAConfiguration.defaultSessionLifetime, defaultText: "`2592000` (30 days)",
+        parse: Parse.wholeNumber(in: 1...315_360_000, "must be a number of seconds from 1 to 315360000 (10 years)"),
+        summary: { "\($0.sessionLifetime) s" })
+    static let sessionIdleTimeout = Setting<Int>(
+        "SESSION_IDLE_TIMEOUT_SECONDS", flag: "session-idle-timeout",
+        meaning: "a web session unused this many seconds ends; use moves the deadline (and the cookie's expiry) forward at most once an hour, or once per tenth of this when shorter; `0` = none",
+        default: SIWAConfiguration.defaultSessionIdleTimeout, defaultText: "`1209600` (14 days)",
+        parse: Parse.wholeNumber(in: 0...315_360_000, "must be 0 (none) or a number of seconds up to 315360000 (10 years)"),
+        summary: { $0.sessionIdleTimeout == 0 ? "none" : "\($0.sessionIdleTimeout) s" })
+    static let appAccessTokenLifetime = Setting<Int>(
+        "APP_ACCESS_TOKEN_LIFETIME_SECONDS", flag: "app-access-token-lifetime",
+        meaning: "seconds an app's access token (`POST /auth/apple/native`, `…/refresh`) is accepted",
+        default: SIWAConfiguration.defaultAppAccessTokenLifetime, defaultText: "`3600` (1 hour)",
+        parse: Parse.wholeNumber(in: 1...2_592_000, "must be a number of seconds from 1 to 2592000 (30 days)"),
+        summary: { "\($0.appAccessTokenLifetime) s" })
+    static let appRefreshTokenLifetime = Setting<Int>(
+        "APP_REFRESH_TOKEN_LIFETIME_SECONDS", flag: "app-refresh-token-lifetime",
+        meaning: "an app session's absolute lifetime from sign-in, in seconds: its refresh tokens rotate but never outlive it",
+        default: SIWAConfiguration.defaultAppRefreshTokenLifetime, defaultText: "`7776000` (90 days)",
+        parse: Parse.wholeNumber(in: 1...315_360_000, "must be a number of seconds from 1 to 315360000 (10 years)"),
+        summary: { "\($0.appRefreshTokenLifetime) s" })
     static let resourcesDirectory = Setting<String>(
         "SIWA_RESOURCES_DIR", flag: "resources-dir",
         meaning: "the folder holding `templates/` and `Public/` (an installed binary's; see systemd below)",
@@ -239,7 +264,8 @@ public enum SiteSettings {
         teamID.row, clientID.row, keyID.row, privateKeyPath.row, privateKey.row, redirectURI.row, appleBaseURL.row,
         nativeClientIDs.row, publicURL.row, databaseURL.row, host.row, port.row, tokenEncryptionKey.row, tokenEncryptionKeyPrevious.row, appleTimeout.row,
         emulatorPort.row, rateLimitPerMinute.row, profileFallback.row, clientSecretLifetime.row, dataDirectory.row,
-        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, gatewaySessionCache.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
+        siteName.row, logLevel.row, logFormat.row, eventLoopThreads.row, postgresMaxConnections.row, gatewaySessionCache.row,
+        sessionLifetime.row, sessionIdleTimeout.row, appAccessTokenLifetime.row, appRefreshTokenLifetime.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
         trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
         metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,

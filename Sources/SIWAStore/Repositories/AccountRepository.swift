@@ -47,7 +47,7 @@ extension AccountRepository {
         let endsASession = s.endingSessionHash.map { $0 != s.sessionTokenHash } ?? false
         // The browser's previous session ends here: caches of sessions hear of it like any sign-out.
         defer { if endsASession { sessionsEnded() } }
-        return try await transaction { [sessionChannel] sql in
+        return try await transaction { [sessionChannel] sql -> (UserAccount, Bool)? in
             var s = s
             var created = false
             var account: UserAccount?
@@ -143,8 +143,12 @@ extension AccountRepository {
             }
             try await Self.insertSession(sql, SessionRecord(
                 tokenHash: s.sessionTokenHash, userID: user.id, kind: s.sessionKind,
-                createdAt: s.now, expiresAt: s.sessionExpiresAt, lastSeenAt: s.now
+                createdAt: s.now, expiresAt: s.sessionExpiresAt, lastSeenAt: s.now,
+                idleExpiresAt: s.sessionIdleExpiresAt, userAgent: s.sessionUserAgent, familyID: s.appRefresh?.familyID
             ))
+            if let grant = s.appRefresh {
+                try await Self.insertRefreshGrant(sql, grant, userID: user.id, userAgent: s.sessionUserAgent, now: s.now)
+            }
             return (user, created)
         }
     }

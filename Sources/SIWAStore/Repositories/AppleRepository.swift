@@ -32,6 +32,7 @@ extension AppleRepository {
         defer { sessionsEnded() }
         return try await transaction { [sessionChannel] sql in
             guard let user = try await Self.findUser(sql, sub: sub) else { return false }
+            try await sql.raw("DELETE FROM app_refresh_tokens WHERE user_id = \(bind: user.id)").run()
             try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: user.id)").run()
             try await Self.announceSessionsEnded(sql, channel: sessionChannel)
             try await sql.raw("DELETE FROM apple_tokens WHERE user_id = \(bind: user.id)").run()

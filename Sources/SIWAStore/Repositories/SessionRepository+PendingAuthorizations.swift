@@ -37,21 +37,25 @@ extension SessionRepository {
         }
     }
 
-    /// Deletes expired or consumed pending authorizations, expired sessions and expired pending profiles;
-    /// returns how many rows were deleted.
-    public func sweepExpired(now: Int64) async throws -> Int {
+    /// Deletes expired or consumed pending authorizations, sessions past their end or idle deadline, refresh
+    /// tokens past their family's end, and expired pending profiles: how many rows, and which sessions ended why.
+    public func sweepExpired(now: Int64) async throws -> SweptRows {
         try await write { sql in
             let authorizations = try await sql.raw("""
                 DELETE FROM pending_authorizations
                 WHERE expires_at <= \(bind: now) OR consumed_at IS NOT NULL RETURNING state
                 """).all().count
-            let sessions = try await sql.raw(
-                "DELETE FROM sessions WHERE expires_at <= \(bind: now) RETURNING token_hash"
-            ).all().count
+            let (sessionRows, ended) = try await Self.sweepSessions(sql, now: now)
             let profiles = try await sql.raw(
                 "DELETE FROM pending_profiles WHERE expires_at <= \(bind: now) RETURNING token_hash"
             ).all().count
-            return authorizations + sessions + profiles
+            return SweptRows(rows: authorizations + sessionRows + profiles, sessionsEnded: ended)
         }
     }
+}
+
+/// What ``SessionRepository/sweepExpired(now:)`` deleted.
+public struct SweptRows: Sendable, Equatable {
+    public var rows: Int
+    public var sessionsEnded: SweptSessions
 }

@@ -12,27 +12,34 @@ extension SessionRepository {
         try await write { sql in try await Self.insertSession(sql, s) }
     }
 
-    /// Valid (unexpired) session joined with its account; nil otherwise. Updates `last_seen_at` at most once a
-    /// minute, so that a busy page does not turn every read into a write — unless `touch` is false: the
-    /// gateway's `/oauth2/auth` runs before every request of the app behind it and only reads (SPEC §10),
-    /// through its cache, which watches ``SIWADatabase/sessionChanges``.
-    public func session(tokenHash: String, now: Int64, touch: Bool = true) async throws -> (SessionRecord, UserAccount)? {
+    /// The valid session (before its absolute end and its idle deadline) joined with its account; nil otherwise.
+    /// With `touch`, a use that is due (``SessionTouch/isDue(_:now:)``: at most once an hour) records the
+    /// use and moves the idle deadline forward, and the returned record says so (`wasTouched`); every other
+    /// read writes nothing. The gateway's `/oauth2/auth` runs before every request of the app behind it; its
+    /// cache (which watches ``SIWADatabase/sessionChanges``) asks the database only when the session is due.
+    public func session(tokenHash: String, now: Int64, touch: SessionTouch? = nil) async throws -> (SessionRecord, UserAccount)? {
         let found = try await withSQL { sql -> SessionAndUser? in
             guard let row = try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.sessionWithUserList) FROM sessions s JOIN users u ON u.id = s.user_id
                 WHERE s.token_hash = \(bind: tokenHash) AND s.expires_at > \(bind: now)
+                    AND (s.idle_expires_at IS NULL OR s.idle_expires_at > \(bind: now))
                 """).first()
             else { return nil }
             return SessionAndUser(session: try row.sessionRecord(prefix: "s_"), user: try row.userAccount(prefix: "u_"))
         }
         guard var found else { return nil }
-        if touch, now - found.session.lastSeenAt >= 60 {
-            try await write { sql in
-                try await sql.raw(
-                    "UPDATE sessions SET last_seen_at = \(bind: now) WHERE token_hash = \(bind: tokenHash)"
-                ).run()
+        if let touch, touch.isDue(found.session, now: now) {
+            // App access tokens have no idle deadline: they live an hour, and their family as long as it is refreshed.
+            let deadline = found.session.kind == .web ? touch.idleDeadline(now: now, expiresAt: found.session.expiresAt) : nil
+            let moved = try await write { sql in
+                try await sql.raw("""
+                    UPDATE sessions SET last_seen_at = \(bind: now), idle_expires_at = \(bind: deadline)
+                    WHERE token_hash = \(bind: tokenHash) AND last_seen_at < \(bind: now) RETURNING token_hash
+                    """).first() != nil
             }
             found.session.lastSeenAt = now
+            found.session.idleExpiresAt = deadline
+            found.session.wasTouched = moved
         }
         return (found.session, found.user)
     }
@@ -46,10 +53,11 @@ extension SessionRepository {
         }
     }
 
-    /// Ends every session of an account; returns how many there were.
+    /// Ends every session of an account (and its apps' refresh tokens); returns how many sessions there were.
     public func deleteSessions(userID: String) async throws -> Int {
         defer { sessionsEnded() }
         return try await write { [sessionChannel] sql in
+            try await sql.raw("DELETE FROM app_refresh_tokens WHERE user_id = \(bind: userID)").run()
             let count = try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING token_hash").all().count
             try await Self.announceSessionsEnded(sql, channel: sessionChannel)
             return count
@@ -64,11 +72,15 @@ extension SessionRepository {
         return try await transaction { [sessionChannel] sql -> SignedOutEverywhere? in
             guard try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else { return nil }
             var ended = SignedOutEverywhere()
-            for row in try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING kind").all() {
-                if try row.decode(column: "kind", as: String.self) == SessionKind.api.rawValue {
-                    ended.appSessions += 1
-                } else {
+            // An app session is a refresh token family (its living token), or a bearer from before refresh tokens.
+            ended.appSessions = try await sql.raw("""
+                DELETE FROM app_refresh_tokens WHERE user_id = \(bind: userID) RETURNING spent_at
+                """).all().filter { try $0.decode(column: "spent_at", as: Int64?.self) == nil }.count
+            for row in try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING kind, family_id").all() {
+                if try row.decode(column: "kind", as: String.self) == SessionKind.web.rawValue {
                     ended.webSessions += 1
+                } else if try row.decode(column: "family_id", as: String?.self) == nil {
+                    ended.appSessions += 1
                 }
             }
             ended.oidcAccessTokens = try await sql.raw(
@@ -86,9 +98,11 @@ extension SessionRepository {
 extension StoreRoom {
     static func insertSession(_ sql: any SQLDatabase, _ s: SessionRecord) async throws {
         try await sql.raw("""
-            INSERT INTO sessions (token_hash, user_id, kind, created_at, expires_at, last_seen_at)
+            INSERT INTO sessions (token_hash, user_id, kind, created_at, expires_at, last_seen_at, idle_expires_at,
+                                  user_agent, family_id)
             VALUES (\(bind: s.tokenHash), \(bind: s.userID), \(bind: s.kind.rawValue), \(bind: s.createdAt),
-                    \(bind: s.expiresAt), \(bind: s.lastSeenAt))
+                    \(bind: s.expiresAt), \(bind: s.lastSeenAt), \(bind: s.idleExpiresAt), \(bind: s.userAgent),
+                    \(bind: s.familyID))
             """).run()
     }
 

@@ -4,6 +4,9 @@ import SIWAStore
 
 /// The signed-in person behind a request's session cookie or bearer token.
 struct SignedInSession: Sendable {
+    /// The cookie's or bearer's value as presented (in memory only: to send the cookie again when a use moves
+    /// its expiry).
+    let token: String
     let tokenHash: String
     let record: SessionRecord
     let account: UserAccount
@@ -49,13 +52,23 @@ enum GatewayIdentity: Sendable {
 }
 
 extension SIWADependencies {
-    /// The valid web session for this request, or nil (no cookie, malformed, expired, or deleted).
-    /// `touch: false` only reads (the gateway's checks run before every request of the app behind it).
+    /// The valid web session for this request, or nil (no cookie, malformed, expired, idle too long, or
+    /// deleted). A use that is due moves its idle deadline (``SessionTouch``); the record then says
+    /// `wasTouched`, and the response should carry ``sessionCookieRefresh(_:)``. `touch: false` only reads.
     func webSession(for request: Request, touch: Bool = true) async throws -> SignedInSession? {
         guard let token = sessionCookieToken(in: request.headers[values: .cookie]) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.sessions.session(tokenHash: hash, now: now(), touch: touch), record.kind == .web else { return nil }
-        return SignedInSession(tokenHash: hash, record: record, account: account)
+        guard let (record, account) = try await database.sessions.session(
+            tokenHash: hash, now: now(), touch: touch ? configuration.sessionTouch : nil), record.kind == .web
+        else { return nil }
+        return SignedInSession(token: token, tokenHash: hash, record: record, account: account)
+    }
+
+    /// The session cookie again, with its new expiry, when this request's use moved a web session's idle
+    /// deadline; nil otherwise (nothing to send).
+    func sessionCookieRefresh(_ session: SignedInSession?) -> SetCookie? {
+        guard let session, session.record.kind == .web, session.record.wasTouched else { return nil }
+        return cookies.session(session.token, maxAge: session.record.validUntil - now())
     }
 
     /// The API session named by `Authorization: Bearer …`, or nil. A web session's cookie value sent as a
@@ -63,8 +76,10 @@ extension SIWADependencies {
     func apiSession(for request: Request) async throws -> SignedInSession? {
         guard case .token(let token) = PresentedBearer(request.headers) else { return nil }
         let hash = BearerSecret.hash(token)
-        guard let (record, account) = try await database.sessions.session(tokenHash: hash, now: now()), record.kind == .api else { return nil }
-        return SignedInSession(tokenHash: hash, record: record, account: account)
+        guard let (record, account) = try await database.sessions.session(
+            tokenHash: hash, now: now(), touch: configuration.sessionTouch), record.kind == .api
+        else { return nil }
+        return SignedInSession(token: token, tokenHash: hash, record: record, account: account)
     }
 
     /// The gateway's view of a request, read-only (no write; answered from the in-process session cache
@@ -83,7 +98,7 @@ extension SIWADependencies {
             guard let (record, account) = try await gatewayCache.session(tokenHash: hash, now: now()), record.kind == kind else {
                 return kind == .api ? .refusedBearer : .anonymous
             }
-            return .signedIn(SignedInSession(tokenHash: hash, record: record, account: account))
+            return .signedIn(SignedInSession(token: token, tokenHash: hash, record: record, account: account))
         }
     }
 

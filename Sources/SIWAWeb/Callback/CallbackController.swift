@@ -183,11 +183,12 @@ struct CallbackController: Sendable {
     private func finish(_ signIn: VerifiedSignIn, replacing request: Request, returnTo: ReturnTarget?, logger: Logger) async throws -> Response {
         let configuration = dependencies.configuration
         let previous = dependencies.sessionCookieToken(in: request.headers[values: .cookie])
-        switch try await dependencies.complete(signIn, sessionKind: .web, ending: previous, logger: logger) {
-        case .signedIn(_, let created, let sessionToken):
+        switch try await dependencies.complete(signIn, sessionKind: .web, ending: previous,
+                                               userAgent: request.headers[.userAgent], logger: logger) {
+        case .signedIn(_, let created, let session):
             dependencies.metrics.signIn(created ? "new_account" : "returning")
             var response = Response.seeOther(returnTo?.location ?? "/account")
-            response.setCookie(dependencies.cookies.session(sessionToken))
+            response.setCookie(dependencies.cookies.session(session.token, maxAge: session.lifetime))
             return response
         case .profileRequired where configuration.profileFallback == .ask:
             let token = BearerSecret.generate()

@@ -44,19 +44,44 @@ struct VerifiedSignIn: Sendable {
 /// The end of a sign-in: the account by `sub` only, a name from this request or the fallback table,
 /// and a session — or, when a new account has no name anywhere, `.profileRequired`.
 enum SignInResult {
-    case signedIn(account: UserAccount, created: Bool, sessionToken: String)
+    case signedIn(account: UserAccount, created: Bool, session: IssuedSession)
     case profileRequired
 }
 
-extension SIWADependencies {
-    static let webSessionLifetime = Int64(Cookies.sessionLifetime)
-    static let apiSessionLifetime: Int64 = 90 * 86_400
+/// The secrets of a new session, handed to the browser or app once (only their hashes are stored).
+struct IssuedSession: Sendable {
+    /// The web session's cookie value, or the app's access token.
+    let token: String
+    /// Seconds the token is accepted: the cookie's `Max-Age`, the app's `expiresIn`.
+    let lifetime: Int64
+    /// The app's first refresh token; nil for web sessions.
+    let refreshToken: String?
+}
 
+extension SIWADependencies {
     /// `ending`: the session the request carries, if any; it ends in the transaction that starts the new one.
-    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, ending: String? = nil, logger: Logger) async throws -> SignInResult {
+    /// `userAgent`: the signing-in browser's or app's, shown on the account page's list of sessions.
+    /// A web session lives `SESSION_LIFETIME_SECONDS` with an idle deadline; an app sign-in starts a refresh
+    /// token family (`APP_REFRESH_TOKEN_LIFETIME_SECONDS`) and its first access token (SPEC §13).
+    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, ending: String? = nil, userAgent: String?,
+                  logger: Logger) async throws -> SignInResult {
         let sessionToken = BearerSecret.generate()
         let now = now()
-        let lifetime = sessionKind == .api ? Self.apiSessionLifetime : Self.webSessionLifetime
+        let expiresAt: Int64
+        var idleExpiresAt: Int64?
+        var refreshToken: String?
+        var grant: AppRefreshGrant?
+        switch sessionKind {
+        case .web:
+            expiresAt = now + Int64(configuration.sessionLifetime)
+            idleExpiresAt = configuration.sessionTouch.idleDeadline(now: now, expiresAt: expiresAt)
+        case .api:
+            let familyEnd = now + Int64(configuration.appRefreshTokenLifetime)
+            expiresAt = min(now + Int64(configuration.appAccessTokenLifetime), familyEnd)
+            let token = BearerSecret.generate()
+            refreshToken = token
+            grant = AppRefreshGrant(tokenHash: BearerSecret.hash(token), familyID: UUID().uuidString.lowercased(), expiresAt: familyEnd)
+        }
         // Sealed inside the store's transaction, once the account id is known (new, existing or transferred).
         var sealRefreshToken: (@Sendable (_ userID: String) throws -> String)?
         if let token = signIn.refreshToken {
@@ -70,12 +95,16 @@ extension SIWADependencies {
             isPrivateEmail: signIn.isPrivateEmail, givenName: signIn.givenName, familyName: signIn.familyName,
             transferFromSub: signIn.transferSub, clientID: signIn.clientID, sealRefreshToken: sealRefreshToken,
             sessionTokenHash: BearerSecret.hash(sessionToken), sessionKind: sessionKind,
-            sessionExpiresAt: now + lifetime, endingSessionHash: ending.map(BearerSecret.hash), now: now
+            sessionExpiresAt: expiresAt, endingSessionHash: ending.map(BearerSecret.hash),
+            sessionIdleExpiresAt: idleExpiresAt, sessionUserAgent: userAgent, appRefresh: grant, now: now
         )) else {
             return .profileRequired
         }
+        metrics.sessionStarted(sessionKind)
         logger.info("signed in", metadata: ["user": .string(account.id), "new": .stringConvertible(created), "kind": .string(sessionKind.rawValue)])
-        return .signedIn(account: account, created: created, sessionToken: sessionToken)
+        return .signedIn(account: account, created: created,
+                         session: IssuedSession(token: sessionToken, lifetime: min(idleExpiresAt ?? expiresAt, expiresAt) - now,
+                                                refreshToken: refreshToken))
     }
 
     /// Writes the one-time `user` data to the fallback table before anything else can fail.

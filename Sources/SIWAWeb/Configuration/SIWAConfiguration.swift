@@ -115,6 +115,20 @@ public struct SIWAConfiguration: Sendable {
     public var gatewaySessionCache: Int = SIWAConfiguration.defaultGatewaySessionCache
     /// Enough for ten thousand people signed in at once (a few MB).
     public static let defaultGatewaySessionCache = GatewaySessionCache.defaultCapacity
+    /// `SESSION_LIFETIME_SECONDS`: a web session's absolute lifetime (SPEC §13).
+    public var sessionLifetime = SIWAConfiguration.defaultSessionLifetime
+    public static let defaultSessionLifetime = 30 * 86_400
+    /// `SESSION_IDLE_TIMEOUT_SECONDS`: a web session unused this long ends; 0 = none.
+    public var sessionIdleTimeout = SIWAConfiguration.defaultSessionIdleTimeout
+    public static let defaultSessionIdleTimeout = 14 * 86_400
+    /// `APP_ACCESS_TOKEN_LIFETIME_SECONDS`: an app access token's life.
+    public var appAccessTokenLifetime = SIWAConfiguration.defaultAppAccessTokenLifetime
+    public static let defaultAppAccessTokenLifetime = 3_600
+    /// `APP_REFRESH_TOKEN_LIFETIME_SECONDS`: an app session's (refresh token family's) absolute lifetime.
+    public var appRefreshTokenLifetime = SIWAConfiguration.defaultAppRefreshTokenLifetime
+    public static let defaultAppRefreshTokenLifetime = 90 * 86_400
+    /// How a used web session moves forward.
+    public var sessionTouch: SessionTouch { SessionTouch(idleTimeout: Int64(sessionIdleTimeout)) }
     /// Most sign-ins in progress (unexpired, unused pending authorizations) at once; past it `/auth/apple`
     /// answers 503. The per-IP rate limit cannot bound this table against many addresses; this can.
     public var maximumPendingAuthorizations: Int = 20_000

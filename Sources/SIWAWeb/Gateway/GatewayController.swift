@@ -31,13 +31,16 @@ struct GatewayController: Sendable {
     static let forwardedMethod = HTTPField.Name("X-Forwarded-Method")!
 
     /// `GET /oauth2/auth[?redirect=true]`: runs before every request of the protected app, so it
-    /// only reads the session (no `last_seen_at` write, no call to Apple). A browser's session cookie
-    /// or the iOS app's `Authorization: Bearer` token (SPEC §10) gets the same answer.
+    /// only reads the session (no call to Apple), and writes only the hourly touch of a used session
+    /// (SPEC §13), whose 202 then carries the session cookie with its new expiry for the proxy to pass on.
+    /// A browser's session cookie or the iOS app's `Authorization: Bearer` token (SPEC §10) gets the same answer.
     func auth(_ request: Request, context: AppRequestContext) async throws -> Response {
         let identity = try await dependencies.gatewayIdentity(for: request)
         if case .signedIn(let session) = identity {
             dependencies.metrics.gatewayCheck(.allowed)
-            return Response(status: .accepted, headers: Self.allowedFields(session.account))
+            var response = Response(status: .accepted, headers: Self.allowedFields(session.account))
+            if let cookie = dependencies.sessionCookieRefresh(session) { response.setCookie(cookie) }
+            return response
         }
         // An app's refused bearer is never sent to a sign-in page it could not follow.
         if case .anonymous = identity, request.uri.queryParameters.get("redirect") == "true",
@@ -160,8 +163,9 @@ extension SIWADependencies {
     func endSession(_ request: Request, context: AppRequestContext) async throws {
         guard let token = sessionCookieToken(in: request.headers[values: .cookie]) else { return }
         let hash = BearerSecret.hash(token)
-        if let (_, account) = try await database.sessions.session(tokenHash: hash, now: now(), touch: false) {
+        if let (_, account) = try await database.sessions.session(tokenHash: hash, now: now()) {
             context.logger.info("signed out", metadata: ["user": .string(account.id)])
+            metrics.sessionsEnded(.signOut)
         }
         try await database.sessions.deleteSession(tokenHash: hash)
     }

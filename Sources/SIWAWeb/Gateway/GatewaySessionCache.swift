@@ -48,25 +48,29 @@ final class GatewaySessionCache: Sendable {
         }
     }
 
-    /// The store's read of a valid session by its token's hash, at a time, without touching it.
+    /// The store's read of a valid session by its token's hash, at a time; it touches the session when that
+    /// is due (``SessionTouch``), which is the only write the gateway's check ever makes.
     typealias Read = @Sendable (_ tokenHash: String, _ now: Int64) async throws -> (SessionRecord, UserAccount)?
 
     let capacity: Int
     private let changes: SessionChanges
+    /// When a used session is due to be touched: an entry that is due is a miss, so the read touches it.
+    private let touch: SessionTouch?
     private let read: Read
     private let state = Mutex(State())
 
     /// `capacity` 0 turns the cache off: every check reads the database.
-    init(capacity: Int, changes: SessionChanges, read: @escaping Read) {
+    init(capacity: Int, changes: SessionChanges, touch: SessionTouch? = nil, read: @escaping Read) {
         self.capacity = max(0, capacity)
         self.changes = changes
+        self.touch = touch
         self.read = read
     }
 
-    /// Over `database`'s session read and its ``SessionChanges``.
-    convenience init(capacity: Int, database: SIWADatabase) {
-        self.init(capacity: capacity, changes: database.sessionChanges) { tokenHash, now in
-            try await database.sessions.session(tokenHash: tokenHash, now: now, touch: false)
+    /// Over `database`'s session read (touching sessions as `touch` says) and its ``SessionChanges``.
+    convenience init(capacity: Int, database: SIWADatabase, touch: SessionTouch?) {
+        self.init(capacity: capacity, changes: database.sessionChanges, touch: touch) { tokenHash, now in
+            try await database.sessions.session(tokenHash: tokenHash, now: now, touch: touch)
         }
     }
 
@@ -82,20 +86,27 @@ final class GatewaySessionCache: Sendable {
             return (entry.session, entry.user)
         case .miss(let mark):
             guard let (session, user) = try await read(tokenHash, now) else { return nil }
-            if let mark { store(tokenHash, GatewaySession(session: session, user: user), ifStill: mark) }
+            if let mark {
+                // The touch is this read's news; the hits that follow it moved nothing.
+                var kept = session
+                kept.wasTouched = false
+                store(tokenHash, GatewaySession(session: kept, user: user), ifStill: mark)
+            }
             return (session, user)
         }
     }
 
-    /// The entry for `tokenHash` if the cache holds one younger than ``lifetime`` for a session that has
-    /// not expired at `now` (seconds since 1970, as `expires_at`). Never waits on anything but its lock.
+    /// The entry for `tokenHash` if the cache holds one younger than ``lifetime`` for a session that is
+    /// still valid at `now` (seconds since 1970, as `expires_at`) and not due to be touched. Never waits on
+    /// anything but its lock.
     func lookup(_ tokenHash: String, now: Int64, at instant: ContinuousClock.Instant = .now) -> Lookup {
         state.withLock { state in
             let mark = changes.current
             guard capacity > 0, mark.hearsOthers else { return .miss(storeIf: nil) }
             if state.seen != mark { state.forgetAll(seeing: mark) }
             if let entry = state.newer[tokenHash] ?? state.older[tokenHash],
-               instant - entry.readAt < Self.lifetime, entry.session.expiresAt > now {
+               instant - entry.readAt < Self.lifetime, entry.session.validUntil > now,
+               touch.map({ !$0.isDue(entry.session, now: now) }) ?? true {
                 return .hit(entry)
             }
             return .miss(storeIf: mark)

@@ -5,7 +5,8 @@ import JOSE
 import Logging
 import SIWAStore
 
-/// The iOS app's credential (SPEC §7): `POST /auth/apple/native`, and the bearer API `GET`/`DELETE /api/me`.
+/// The iOS app's credential (SPEC §7, §13): `POST /auth/apple/native` (an access token and a refresh token),
+/// `POST /auth/apple/native/refresh`, and the bearer API `GET`/`DELETE /api/me`, `POST /api/sign_out`.
 struct NativeAPIController: Sendable {
     let dependencies: SIWADependencies
 
@@ -13,9 +14,11 @@ struct NativeAPIController: Sendable {
         RouteCollection(context: AppRequestContext.self)
             .get("/api/me", use: me)
             .delete("/api/me", use: deleteMe)
+            .post("/api/sign_out", use: signOut)
             .limited(by: dependencies.rateLimit)
             .post("/auth/apple/native/nonce", use: issueNonce)
             .post("/auth/apple/native", use: signIn)
+            .post("/auth/apple/native/refresh", use: refresh)
     }
 
     struct Credential: Decodable, Sendable {
@@ -40,7 +43,14 @@ struct NativeAPIController: Sendable {
         }
     }
 
-    struct SignInAnswer: Encodable, Sendable { var token: String; var user: UserView }
+    /// `token`: the access token (a bearer, `expiresIn` seconds); `refreshToken`: spent by the next
+    /// `POST /auth/apple/native/refresh`, which answers the same shape.
+    struct SignInAnswer: Encodable, Sendable {
+        var token: String
+        var expiresIn: Int64
+        var refreshToken: String
+        var user: UserView
+    }
 
     static let invalidToken = WebError(.unauthorized, kind: "invalid_token", title: "Invalid token",
                                        message: "The identity token was not accepted.", retryPath: nil)
@@ -148,16 +158,56 @@ struct NativeAPIController: Sendable {
 
         let signIn = VerifiedSignIn(claims: claims, clientID: bundleID, refreshToken: refreshToken,
                                     givenName: givenName, familyName: familyName)
-        switch try await dependencies.complete(signIn, sessionKind: .api, logger: logger) {
-        case .signedIn(let account, let created, let token):
+        switch try await dependencies.complete(signIn, sessionKind: .api, userAgent: request.headers[.userAgent], logger: logger) {
+        case .signedIn(let account, let created, let session):
             dependencies.metrics.signIn(created ? "new_account" : "returning", channel: "native")
-            return .json(SignInAnswer(token: token, user: UserView(account)))
+            return .json(SignInAnswer(token: session.token, expiresIn: session.lifetime, refreshToken: session.refreshToken ?? "",
+                                      user: UserView(account)))
         case .profileRequired:
             dependencies.metrics.signIn("profile_required", channel: "native")
             throw WebError(.conflict, kind: "profile_required", title: "Name required",
                            message: "This is a new account and no name is known: ask the person for their name and send it as fullName.",
                            retryPath: nil)
         }
+    }
+
+    struct RefreshRequest: Decodable, Sendable { var refreshToken: String? }
+
+    /// `POST /auth/apple/native/refresh` `{"refreshToken"}` (SPEC §13): spends it for a new pair. A spent
+    /// token presented again ends its whole family (RFC 9700 §4.14.2): every access and refresh token of
+    /// that sign-in, on every instance within a second; it is refused like an unknown one.
+    func refresh(_ request: Request, context: AppRequestContext) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: FormBody.limit)
+        guard let presented = (try? JSONDecoder().decode(RefreshRequest.self, from: Data(buffer: body)))?.refreshToken
+        else { throw Self.missingRefreshToken }
+        guard BearerSecret.isWellFormed(presented) else { throw Self.invalidRefreshToken }
+        let now = dependencies.now()
+        let (access, refresh) = (BearerSecret.generate(), BearerSecret.generate())
+        switch try await dependencies.database.sessions.refreshAppSession(
+            presentedHash: BearerSecret.hash(presented), newAccessHash: BearerSecret.hash(access), newRefreshHash: BearerSecret.hash(refresh),
+            accessExpiresAt: now + Int64(dependencies.configuration.appAccessTokenLifetime), now: now) {
+        case .rotated(let session, let account):
+            dependencies.metrics.sessionRefreshed()
+            return .json(SignInAnswer(token: access, expiresIn: session.expiresAt - now, refreshToken: refresh, user: UserView(account)))
+        case .reused(let userID, _):
+            dependencies.metrics.sessionsEnded(.reuseDetected)
+            context.logger.warning("a spent refresh token was presented again: its app session ended (RFC 9700 §4.14.2)",
+                                   metadata: ["user": .string(userID)])
+            throw Self.invalidRefreshToken
+        case .invalid:
+            throw Self.invalidRefreshToken
+        }
+    }
+
+    /// `POST /api/sign_out` with the bearer (SPEC §13): ends that app session, its refresh tokens included.
+    func signOut(_ request: Request, context: AppRequestContext) async throws -> Response {
+        guard case .token(let token) = PresentedBearer(request.headers),
+              try await dependencies.database.sessions.endAppSession(accessTokenHash: BearerSecret.hash(token), now: dependencies.now())
+        else { throw Self.unauthorized }
+        dependencies.metrics.sessionsEnded(.signOut)
+        context.logger.info("app signed out")
+        return .json(["status": "signed_out"])
     }
 
     func me(_ request: Request, context: AppRequestContext) async throws -> Response {
@@ -182,6 +232,14 @@ struct NativeAPIController: Sendable {
     static let invalidNonce = WebError(.unauthorized, kind: "invalid_nonce", title: "Invalid nonce",
                                        message: "The nonce is unknown, already used or expired: ask POST /auth/apple/native/nonce for a new one.",
                                        retryPath: nil)
+
+    static let missingRefreshToken = WebError(.badRequest, kind: "invalid_request", title: "Invalid request",
+                                              message: "The body must be JSON with refreshToken.", retryPath: nil)
+    /// Unknown, spent, or past its session's end (RFC 6749 §5.2's `invalid_grant`, as a 401 like every
+    /// refused token here): the app signs in with Apple again.
+    static let invalidRefreshToken = WebError(.unauthorized, kind: "invalid_grant", title: "Invalid refresh token",
+                                              message: "The refresh token is unknown, already used or expired: sign in again.",
+                                              retryPath: nil)
 
     static let unauthorized = WebError(.unauthorized, kind: "unauthorized", title: "Unauthorized",
                                        message: "A valid bearer token is required.", retryPath: nil,

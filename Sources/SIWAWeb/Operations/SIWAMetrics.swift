@@ -1,4 +1,5 @@
 import Prometheus
+import SIWAStore
 import Synchronization
 
 /// The service's Prometheus metrics. Each application owns its registry (no global bootstrap), so
@@ -31,6 +32,24 @@ public struct SIWAMetrics: Sendable {
             registry.makeCounter(descriptor: Self.name("sign_ins", "total", "Sign-ins by outcome"),
                                  labels: [("outcome", outcome), ("channel", channel)])
         }.increment()
+    }
+
+    /// Sessions started (SPEC §13), by kind: `web` (a browser's cookie) or `app` (an app's refresh token family).
+    func sessionStarted(_ kind: SessionKind) {
+        registry.makeCounter(descriptor: Self.name("sessions_started", "total", "Sessions started by kind"),
+                             labels: [("kind", kind == .web ? "web" : "app")]).increment()
+    }
+
+    /// App sessions refreshed (a refresh token spent for a new pair).
+    func sessionRefreshed() {
+        registry.makeCounter(descriptor: Self.name("sessions_refreshed", "total", "App sessions refreshed")).increment()
+    }
+
+    /// Sessions ended, by why.
+    func sessionsEnded(_ reason: SessionEndReason, count: Int = 1) {
+        guard count > 0 else { return }
+        registry.makeCounter(descriptor: Self.name("sessions_ended", "total", "Sessions ended by reason"),
+                             labels: [("reason", reason.rawValue)]).increment(by: Int64(count))
     }
 
     /// The metric for `labels`, made by `make` the first time (the registry returns the same one for the
@@ -115,4 +134,18 @@ public struct SIWAMetrics: Sendable {
 /// `denied` (401).
 enum GatewayCheckResult: String, CaseIterable, Sendable {
     case allowed, redirected, denied
+}
+
+/// Why a session ended (the `reason` label of `siwa_sessions_ended_total`).
+enum SessionEndReason: String, Sendable, CaseIterable {
+    /// The person signed out (a web sign-out, `POST /api/sign_out`, ending one on the account page, everywhere).
+    case signOut = "sign_out"
+    /// Unused past its idle deadline.
+    case idle
+    /// Its absolute lifetime ran out.
+    case lifetime
+    /// Ended by Apple (`consent-revoked`), by an operator, or by the account's deletion.
+    case revoked
+    /// A spent refresh token was presented again: its family ended.
+    case reuseDetected = "reuse_detected"
 }

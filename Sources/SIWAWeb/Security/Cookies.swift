@@ -8,7 +8,6 @@ import Hummingbird
 /// binding and profile cookies (scoped to a path, which `__Host-` forbids) are `__Secure-`.
 struct Cookies: Sendable {
     static let bindingLifetime = 600
-    static let sessionLifetime = 30 * 86_400
     static let profileLifetime = 900
     static let bindingPath = "/auth/apple"
     static let profilePath = "/auth/apple/profile"
@@ -43,7 +42,7 @@ struct Cookies: Sendable {
         // (the bug that breaks many peers), so the binding is `SameSite=None; Secure` — browsers accept
         // Secure on localhost. Lax is right for the session: it never has to survive a cross-site POST.
         bindingAttributes = Self.attributes(maxAge: Self.bindingLifetime, domain: nil, path: Self.bindingPath, secure: true, sameSite: "None")
-        sessionAttributes = Self.attributes(maxAge: Self.sessionLifetime, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax")
+        sessionAttributes = Self.attributes(maxAge: nil, domain: sessionDomain, path: "/", secure: https, sameSite: "Lax")
         profileAttributes = Self.attributes(maxAge: Self.profileLifetime, domain: nil, path: Self.profilePath, secure: https, sameSite: "Lax")
         // The same names, domains and paths, expired: the browser forgets them.
         let expired = "; Expires=" + HTTPDateHeader.format(unixSeconds: 0)
@@ -56,14 +55,18 @@ struct Cookies: Sendable {
     /// Binds a pending authorization to the browser that started it.
     func binding(_ value: String) -> SetCookie { SetCookie(bindingName, value, bindingAttributes) }
 
-    /// The web session.
-    func session(_ value: String) -> SetCookie { SetCookie(sessionName, value, sessionAttributes) }
+    /// The web session, kept by the browser `maxAge` seconds: until the session's idle deadline, or its end
+    /// when that comes first (SPEC §13); sent again with the new deadline when a use moves it.
+    func session(_ value: String, maxAge: Int64) -> SetCookie {
+        SetCookie(sessionName, value, "; Max-Age=\(max(0, maxAge))" + sessionAttributes)
+    }
 
     func profile(_ value: String) -> SetCookie { SetCookie(profileName, value, profileAttributes) }
 
     /// `; Max-Age=…[; Domain=…]; Path=…[; Secure]; HttpOnly; SameSite=…`: every cookie here is HttpOnly.
-    private static func attributes(maxAge: Int, domain: String?, path: String, secure: Bool, sameSite: String) -> String {
-        var text = "; Max-Age=\(maxAge)"
+    /// (The session's `Max-Age` differs per session, so its attributes start after it.)
+    private static func attributes(maxAge: Int?, domain: String?, path: String, secure: Bool, sameSite: String) -> String {
+        var text = maxAge.map { "; Max-Age=\($0)" } ?? ""
         if let domain { text += "; Domain=" + domain }
         text += "; Path=" + path
         if secure { text += "; Secure" }

@@ -2,7 +2,8 @@ import Logging
 import ServiceLifecycle
 import SIWAStore
 
-/// Deletes expired pending authorizations, sessions and pending profiles once a minute, so those
+/// Deletes expired pending authorizations, sessions (past their end or idle deadline), refresh tokens past
+/// their family's end, and pending profiles once a minute, so those
 /// tables stay bounded however many sign-ins are abandoned. With several instances on one database,
 /// one of them sweeps per run: each run first takes the job's lease (`job_leases`), which the
 /// instance that swept last keeps renewing; another takes over within a minute and a half if it dies.
@@ -17,6 +18,8 @@ struct SweeperService: Service, CustomStringConvertible {
     let logger: Logger
     /// Who holds the lease: this process.
     let instanceID: String
+    /// Where the sessions each sweep ends are counted (by reason: idle, lifetime); nil counts nothing.
+    var metrics: SIWAMetrics?
     var interval: Duration = .seconds(60)
 
     func run() async throws {
@@ -44,6 +47,9 @@ struct SweeperService: Service, CustomStringConvertible {
         let seconds = max(1, interval.components.seconds)
         let until = start + seconds + seconds / 2
         guard try await database.outbox.claimJob(Self.jobName, holder: instanceID, now: start, until: until) else { return nil }
-        return try await database.sessions.sweepExpired(now: start) + database.oidc.sweepOIDC(now: start)
+        let swept = try await database.sessions.sweepExpired(now: start)
+        metrics?.sessionsEnded(.idle, count: swept.sessionsEnded.idle)
+        metrics?.sessionsEnded(.lifetime, count: swept.sessionsEnded.lifetime)
+        return try await swept.rows + database.oidc.sweepOIDC(now: start)
     }
 }
