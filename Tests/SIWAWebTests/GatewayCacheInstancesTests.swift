@@ -35,7 +35,7 @@ struct GatewayCacheInstancesTests {
             guard case .signedIn(let account, _, let token) = try await instance.complete(signIn, sessionKind: kind, logger: TestDatabase.quietLogger)
             else { throw TestFailure("no session for \(sub)") }
             signedIn = account
-            tokens.append(token)
+            tokens.append(token.token)
         }
         return (try #require(signedIn), tokens[0], tokens[1])
     }

@@ -137,7 +137,8 @@ struct GatewaySessionCacheTests {
     func acrossInstances(backend: SIWATestSupport.Backend) async throws {
         try await withDatabase(backend) { test in
             let other = try await test.openAnother(poolSize: 2)
-            let here = GatewaySessionCache(capacity: 10, database: test.db), there = GatewaySessionCache(capacity: 10, database: other)
+            let here = GatewaySessionCache(capacity: 10, database: test.db, touch: nil),
+                there = GatewaySessionCache(capacity: 10, database: other, touch: nil)
             let now = Int64(Date().timeIntervalSince1970)
             var hashes: [String] = []
             for index in 0..<3 {

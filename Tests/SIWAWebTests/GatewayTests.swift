@@ -99,9 +99,9 @@ struct GatewayTests {
             for _ in 0..<3 { #expect(try await other.get("/oauth2/auth").status == .accepted) }
             #expect(try await other.get("/oauth2/userinfo").status == .ok)
             // validate: not touched; the account page does touch it
-            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt == 0)
+            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: nil)?.0.lastSeenAt == 0)
             #expect(try await other.get("/account").page == "account")
-            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
+            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: nil)?.0.lastSeenAt ?? 0 > 0)
         }
     }
 
@@ -335,10 +335,10 @@ extension GatewayTests {
                 let phone = browser.fresh()
                 for _ in 0..<3 { #expect(try await phone.get("/oauth2/auth", headers: Self.bearer(token)).status == .accepted) }
                 #expect(try await phone.get("/oauth2/userinfo", headers: Self.bearer(token)).status == .ok)
-                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt == 0)
+                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: nil)?.0.lastSeenAt == 0)
                 // /api/me, the app's own use of its session, does touch it
                 #expect(try await phone.get("/api/me", headers: Self.bearer(token)).status == .ok)
-                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: false)?.0.lastSeenAt ?? 0 > 0)
+                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: nil)?.0.lastSeenAt ?? 0 > 0)
             }
         }
 
