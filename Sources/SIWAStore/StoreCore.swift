@@ -20,6 +20,8 @@ final class StoreCore: Sendable {
     let sessionChanges: SessionChanges
     /// PostgreSQL only: the channel writes that end sessions notify (``SessionChangeListener``).
     let sessionChannel: String?
+    /// How many reads and writes went through this core (for tests: "no write per request" is counted).
+    let activity = StoreActivity()
 
     init(backend: Backend, logger: Logger) {
         self.backend = backend
@@ -47,6 +49,12 @@ final class StoreCore: Sendable {
     /// re-reads its pages after every sign-in's commit; the writer's cache stays valid across its own
     /// commits (perf: ~5 `pread`s and the B-tree pages decoded again for each session lookup).
     func withSQL<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        activity.reads.add(1, ordering: .relaxed)
+        return try await anyConnection(body)
+    }
+
+    /// ``withSQL(_:)`` uncounted (PostgreSQL's writes run on it).
+    private func anyConnection<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         if let writeGate, let result = try await writeGate.runIfFree({ try await onConnection(forWrites: true, body) }) {
             return result
         }
@@ -72,8 +80,9 @@ final class StoreCore: Sendable {
     /// on its own). On SQLite it waits its turn at the ``WriteGate``, and when it joins or starts a group
     /// (see ``transaction(_:)``) it is one write of that group's transaction.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        activity.writes.add(1, ordering: .relaxed)
         if case .sqlite(let pool, _) = backend { return try await grouped(pool, .statements, body) }
-        return try await withSQL(body)
+        return try await anyConnection(body)
     }
 
     /// Runs `body` as one transaction: committed when it returns, rolled back when it throws. On SQLite it
@@ -81,6 +90,7 @@ final class StoreCore: Sendable {
     /// `SQLitePool.batchedWrite`: in a savepoint of its own, inside a transaction begun IMMEDIATE so that the
     /// write lock is taken before any read); it returns once its group has committed.
     func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        activity.writes.add(1, ordering: .relaxed)
         if case .sqlite(let pool, _) = backend { return try await grouped(pool, .transaction, body) }
         return try await unguardedTransaction(body)
     }
@@ -158,6 +168,16 @@ final class StoreCore: Sendable {
     }
 }
 
+/// Counts of the store's uses since it opened: `reads` (``StoreCore/withSQL(_:)``) and `writes` (each
+/// ``StoreCore/write(_:)`` or ``StoreCore/transaction(_:)``, whether or not it changed a row). Two relaxed
+/// atomic increments per use; tests read them to show what a request costs the database.
+final class StoreActivity: Sendable {
+    let reads = Atomic<Int>(0)
+    let writes = Atomic<Int>(0)
+
+    var counts: (reads: Int, writes: Int) { (reads.load(ordering: .relaxed), writes.load(ordering: .relaxed)) }
+}
+
 /// A part of the store that reads and writes through the shared ``StoreCore``: each repository, and the
 /// container itself (migrations, ping). What they share is here once, so a use case reads the same in any
 /// of them.
@@ -205,4 +225,9 @@ extension SQLDatabase {
             throw error
         }
     }
+}
+
+extension SIWADatabase {
+    /// The store's reads and writes since it opened (``StoreActivity``), for tests that count what a request costs.
+    package var activity: (reads: Int, writes: Int) { core.activity.counts }
 }

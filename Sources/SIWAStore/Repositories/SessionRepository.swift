@@ -29,12 +29,15 @@ extension SessionRepository {
         }
         guard var found else { return nil }
         if let touch, touch.isDue(found.session, now: now) {
+            // One touch per interval however many instances or requests find it due at once: the row moves only
+            // while its last use is still a whole interval old (a later second's request finds it moved).
             // App access tokens have no idle deadline: they live an hour, and their family as long as it is refreshed.
             let deadline = found.session.kind == .web ? touch.idleDeadline(now: now, expiresAt: found.session.expiresAt) : nil
             let moved = try await write { sql in
                 try await sql.raw("""
                     UPDATE sessions SET last_seen_at = \(bind: now), idle_expires_at = \(bind: deadline)
-                    WHERE token_hash = \(bind: tokenHash) AND last_seen_at < \(bind: now) RETURNING token_hash
+                    WHERE token_hash = \(bind: tokenHash) AND last_seen_at <= \(bind: now - touch.interval)
+                    RETURNING token_hash
                     """).first() != nil
             }
             found.session.lastSeenAt = now

@@ -108,12 +108,16 @@ struct GatewayController: Sendable {
         return dependencies.configuration.publicURL + "/oauth2/start?rd=" + PercentEncoding.encode(target.location)
     }
 
-    /// `GET /oauth2/userinfo`: who is signed in (browser cookie or app bearer, as for `/oauth2/auth`), as JSON.
+    /// `GET /oauth2/userinfo`: who is signed in (browser cookie or app bearer, as for `/oauth2/auth`), as JSON;
+    /// like the 202, it carries the session cookie again when its read moved the idle deadline.
     func userinfo(_ request: Request, context: AppRequestContext) async throws -> Response {
         let identity = try await dependencies.gatewayIdentity(for: request)
         guard case .signedIn(let session) = identity else { return Self.refusal(identity, method: request.method) }
         let account = session.account
-        return .json(["user": account.id, "email": account.email ?? "", "preferredUsername": account.displayName ?? ""])
+        var response = Response.json(["user": account.id, "email": account.email ?? "", "preferredUsername": account.displayName ?? ""])
+        // The same read as `/oauth2/auth`'s, so the same hourly touch: a browser's fetch gets the moved cookie.
+        if let cookie = dependencies.sessionCookieRefresh(session) { response.setCookie(cookie) }
+        return response
     }
 
     /// `GET /oauth2/sign_in?rd=`: the sign-in page, its button carrying `rd`; a signed-in person goes

@@ -154,7 +154,10 @@ struct OIDCProviderController: Sendable {
         context.logger.info("OIDC code issued", metadata: ["client": .string(validated.client.clientID), "user": .string(session.account.id)])
         var answer = [("code", code)]
         if let state = validated.state { answer.append(("state", state)) }
-        return .seeOther(OIDCRedirect.location(validated.redirectURI, answer))
+        var response = Response.seeOther(OIDCRedirect.location(validated.redirectURI, answer))
+        // This use may have moved the session's idle deadline (SPEC §13): the browser keeps the cookie as long.
+        if let cookie = dependencies.sessionCookieRefresh(session) { response.setCookie(cookie) }
+        return response
     }
 
     /// siwa's own parameter on an authorization request it sends through a new Apple sign-in

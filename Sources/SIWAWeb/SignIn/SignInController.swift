@@ -27,7 +27,8 @@ struct SignInController: Sendable {
     ]
 
     func signInPage(_ request: Request, context: AppRequestContext) async throws -> Response {
-        if try await dependencies.webSession(for: request) != nil {
+        // Not a use that moves the session: /account, where this sends the person, touches it and re-sends the cookie.
+        if try await dependencies.webSession(for: request, touch: false) != nil {
             return .seeOther("/account")
         }
         return page(request, startPath: "/auth/apple")
