@@ -11,7 +11,14 @@ struct AccountActionForm: Decodable, Sendable {
     var rd: String?
 }
 
-/// `GET /account`, `POST /signout`, `POST /account/delete`.
+/// The form of an account page's "Sign out" button on one of the person's sessions.
+struct EndSessionForm: Decodable, Sendable {
+    var csrf: String?
+    /// The row's opaque id (``AccountSessions/id(for:)``).
+    var session: String?
+}
+
+/// `GET /account`, `POST /signout`, `POST /account/sessions/end`, `POST /account/delete`.
 struct AccountController: Sendable {
     let dependencies: SIWADependencies
 
@@ -19,8 +26,14 @@ struct AccountController: Sendable {
         RouteCollection(context: AppRequestContext.self)
             .get("/account", use: account)
             .post("/signout", use: signOut)
+            .post("/account/sessions/end", use: endSession)
             .post("/account/delete", use: delete)
     }
+
+    /// Notices the account page shows after a redirect, by `?notice=`.
+    static let notices: [String: String] = [
+        "session_ended": "Signed out of that session.",
+    ]
 
     func account(_ request: Request, context: AppRequestContext) async throws -> Response {
         guard let session = try await dependencies.webSession(for: request) else {
@@ -40,7 +53,41 @@ struct AccountController: Sendable {
         if let problem = request.uri.queryParameters.get("problem"), problem == "confirm" {
             view["deleteProblem"] = .text("Tick the box to confirm that you want to delete your account.")
         }
-        return dependencies.pages.render(.account, title: "Your account", view: view)
+        if let key = request.uri.queryParameters.get("notice"), let notice = Self.notices[key] {
+            view["notice"] = .text(notice)
+        }
+        let now = dependencies.now()
+        let sessions = try await dependencies.database.sessions.personSessions(userID: account.id, now: now)
+        view["sessions"] = .list(AccountSessions.rows(sessions, currentTokenHash: session.tokenHash, now: now))
+        var response = dependencies.pages.render(.account, title: "Your account", view: view)
+        if let cookie = dependencies.sessionCookieRefresh(session) { response.setCookie(cookie) }
+        return response
+    }
+
+    /// `POST /account/sessions/end` (CSRF-protected): ends one of the person's sessions, named by its row's id,
+    /// and returns to the account page; ending the request's own session is a sign-out. An id that names none
+    /// of the person's sessions (another person's, one already ended, made up) changes nothing: 404.
+    func endSession(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let form = try await FormBody.decode(EndSessionForm.self, from: request)
+        guard let session = try await dependencies.webSession(for: request) else { throw WebError.notSignedIn }
+        guard dependencies.csrf.isValid(form.csrf, for: session.tokenHash) else { throw WebError.csrf }
+        guard let id = form.session, !id.isEmpty else {
+            throw WebError.badRequest("session_missing", "The form did not say which session to sign out of.")
+        }
+        let userID = session.account.id
+        let sessions = try await dependencies.database.sessions.personSessions(userID: userID, now: dependencies.now())
+        guard let chosen = AccountSessions.session(named: id, among: sessions),
+              try await dependencies.database.sessions.endPersonSession(userID: userID, chosen.key)
+        else { throw WebError.sessionNotFound }
+        dependencies.metrics.sessionsEnded(.signOut)
+        let isCurrent = AccountSessions.isCurrent(chosen, tokenHash: session.tokenHash)
+        context.logger.info("session ended from the account page", metadata: [
+            "user": .string(userID), "kind": .string(chosen.kind == .web ? "web" : "app"), "current": .stringConvertible(isCurrent),
+        ])
+        if isCurrent { return signedOutRedirect("/?notice=signed_out") }
+        var response = Response.seeOther("/account?notice=session_ended")
+        if let cookie = dependencies.sessionCookieRefresh(session) { response.setCookie(cookie) }
+        return response
     }
 
     /// `POST /signout` (CSRF-protected), `rd` in the query or the form: 303 to it, else the sign-in page.
@@ -52,6 +99,7 @@ struct AccountController: Sendable {
         }
         guard dependencies.csrf.isValid(form.csrf, for: session.tokenHash) else { throw WebError.csrf }
         try await dependencies.database.sessions.deleteSession(tokenHash: session.tokenHash)
+        dependencies.metrics.sessionsEnded(.signOut)
         context.logger.info("signed out", metadata: ["user": .string(session.account.id)])
         return signedOutRedirect(location)
     }
@@ -96,4 +144,11 @@ struct AccountController: Sendable {
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         return "\(day) \(monthNames[Int(month) - 1]) \(year)"
     }
+}
+
+extension WebError {
+    /// `POST /account/sessions/end` with an id that names none of the person's sessions.
+    static let sessionNotFound = WebError(.notFound, kind: "session_not_found", title: "That session is not in your list",
+                                          message: "It may have ended already, or it is not one of yours. Nothing was changed.",
+                                          hint: "Go back to your account page to see where you are signed in.", retryPath: "/account")
 }
