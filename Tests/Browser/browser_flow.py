@@ -10,6 +10,9 @@ With --gateway-siwa it then walks the gateway journey once behind a real nginx (
 started by Tests/Gateway/gateway_stack.py): a protected page of another app → the consent sheet →
 back on that page with the person's identity → sign-out ends access.
 
+The sessions list (SPEC §13) is walked with two browser contexts of one person: both sessions are listed,
+the other one is ended from the list with the keyboard (Tab to its button, Enter), and that context is signed out.
+
 Every page a step reaches is audited with axe-core (axe-playwright-python's bundled axe.min.js; nothing is
 fetched) in the light and in the dark colour scheme: any violation on one of siwa's pages fails the run,
 with each one printed. The emulator's pages (the consent sheet, its log) and the gateway's stand-in app are
@@ -17,6 +20,7 @@ audited and their violations printed, but they do not fail the run: they are not
 Exits 0 when every step and every audit passed; prints one line per step and per audit.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -26,8 +30,8 @@ import urllib.parse
 
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import sync_playwright
-from siwa_testkit import TESTS, Emulator, Report
-from siwa_testkit.demo import DEMO_WEB_CLIENT
+from siwa_testkit import TESTS, Emulator, Report, request
+from siwa_testkit.demo import DEMO_NATIVE_CLIENT, DEMO_WEB_CLIENT
 report = Report("browser")
 
 
@@ -108,6 +112,109 @@ class Flow:
 
     def account_name(self):
         return self.page.inner_text('[data-field="name"]').strip()
+
+
+IPHONE_SAFARI = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 "
+                 "(KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1")
+
+
+IOS_APP = "SIWADemo/1.0 CFNetwork/1494.0.7 Darwin/23.4.0"
+
+
+def app_sign_in(app, emulator, person_id):
+    """What the iOS app does: a nonce from siwa, Apple's sheet (the emulator's admin approval with the nonce's
+    SHA-256), then POST /auth/apple/native with the app's own User-Agent; returns the access token."""
+    issued = request("POST", app + "/auth/apple/native/nonce")
+    assert issued.status == 200, f"nonce: {issued.status}"
+    raw = json.loads(issued.body)["nonce"]
+    fields = emulator.approve(DEMO_NATIVE_CLIENT, "", person_id, nonce=hashlib.sha256(raw.encode()).hexdigest())
+    body = json.dumps({"identityToken": fields["id_token"], "authorizationCode": fields["code"], "nonce": raw})
+    signed_in = request("POST", app + "/auth/apple/native", body, {"Content-Type": "application/json", "User-Agent": IOS_APP})
+    assert signed_in.status == 200, f"app sign-in: {signed_in.status} {signed_in.text[:200]}"
+    return json.loads(signed_in.body)["token"]
+
+
+def sessions_journey(browser, flow, emulator):
+    page = flow.page
+    app_token = app_sign_in(flow.app, emulator, "p1")
+    bearer = {"Authorization": "Bearer " + app_token}
+    assert request("GET", flow.app + "/api/me", headers=bearer).status == 200
+    phone_context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=IPHONE_SAFARI)
+    phone_page = phone_context.new_page()
+    phone_page.set_default_timeout(15000)
+    phone = Flow(phone_page, flow.app, flow.emulator, flow.shots, flow.audit)
+    phone.step_number = 50
+    phone.start_sign_in()
+    phone.choose("p1")
+    phone.continue_to_account()
+    phone.step("phone-account-sessions")
+    phone_page.emulate_media(color_scheme="dark")
+    phone_page.screenshot(path=os.path.join(flow.shots, "51-phone-account-sessions-dark.png"), full_page=True)
+    phone_page.emulate_media(color_scheme="light")
+
+    page.goto(flow.app + "/account")
+    flow.expect_page("account")
+    rows = page.locator("li.session")
+    assert rows.count() == 3, rows.count()
+    current = page.locator("li.session.current")
+    assert current.count() == 1 and "This one" in current.inner_text(), current.inner_text()
+    other = page.locator("li.session:not(.current)", has_text="Safari on iPhone")
+    phone_app = page.locator("li.session:not(.current)", has_text="SIWADemo on iOS")
+    assert other.count() == 1 and phone_app.count() == 1, page.inner_text("ul.sessions")
+    assert "Chrome on Linux" in current.inner_text(), current.inner_text()
+    for row, kind in ((current, "Browser"), (other, "Browser"), (phone_app, "App")):
+        text = row.inner_text()
+        assert kind in text and "today, " in text and ":00 UTC" in text, text
+    flow.step("account-three-sessions")
+    page.emulate_media(color_scheme="dark")
+    page.screenshot(path=os.path.join(flow.shots, f"{flow.step_number:02d}-account-three-sessions-dark.png"), full_page=True)
+    page.emulate_media(color_scheme=flow.scheme)
+
+    # Keyboard only: Tab until the other session's button has the focus (it must be reachable), see its
+    # focus ring, press Enter.
+    target = other.locator('button[data-action="end-session"]').element_handle()
+    page.locator("body").focus()
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("t => document.activeElement === t", target):
+            break
+    else:
+        raise AssertionError("the other session's Sign out button cannot be reached with Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("none", ""), "no visible focus on the button: " + outline
+    label = page.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert label and "Safari on iPhone" in label, label
+    flow.step("account-session-button-focused")
+    page.keyboard.press("Enter")
+    flow.expect_page("account")
+    assert "Signed out of that session" in page.inner_text("body"), page.inner_text("body")
+    assert page.locator("li.session").count() == 2
+    flow.step("account-other-session-ended")
+
+    # The app's session, with a click: its access token is refused at once.
+    page.locator("li.session", has_text="SIWADemo on iOS").locator('button[data-action="end-session"]').click()
+    flow.expect_page("account")
+    assert page.locator("li.session").count() == 1 and page.locator("li.session.current").count() == 1
+    assert request("GET", flow.app + "/api/me", headers=bearer).status == 401
+    flow.step("account-app-session-ended")
+
+    # A row id that names nothing (tampered with, or ended in another tab): a clear error page, nothing changed.
+    page.eval_on_selector('li.session.current input[name="session"]', "e => { e.value = 't' + '0'.repeat(32) }")
+    page.click('li.session.current button[data-action="end-session"]')
+    flow.expect_page("error")
+    assert "not in your list" in page.inner_text("h1"), page.inner_text("h1")
+    flow.step("end-unknown-session-error")
+    page.emulate_media(color_scheme="dark")
+    page.screenshot(path=os.path.join(flow.shots, f"{flow.step_number:02d}-end-unknown-session-error-dark.png"), full_page=True)
+    page.emulate_media(color_scheme=flow.scheme)
+    page.click('[data-action="retry"]')
+    flow.expect_page("account")
+
+    # The other browser is signed out: its next page is the sign-in page.
+    phone_page.goto(flow.app + "/account")
+    phone.expect_page("signin")
+    phone.step("phone-signed-out")
+    phone_context.close()
 
 
 def gateway_journey(browser, flow, siwa_binary):
@@ -205,6 +312,11 @@ def main():
         flow.continue_to_account()
         assert flow.account_name() == "Ada King", flow.account_name()
         flow.step("account-again")
+
+        # 3b. Sessions (SPEC §13): the same person signs in from a second browser (an iPhone's Safari, by its
+        #     User-Agent); both are listed, this one marked; the other is ended from the list with the
+        #     keyboard, and that browser is signed out.
+        sessions_journey(browser, flow, emulator)
 
         # 4. Delete the account → deleted page → the emulator sees the revoke
         page.check('input[name="confirm"]')
