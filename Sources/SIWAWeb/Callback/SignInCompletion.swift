@@ -63,7 +63,7 @@ extension SIWADependencies {
     /// `userAgent`: the signing-in browser's or app's, shown on the account page's list of sessions.
     /// A web session lives `SESSION_LIFETIME_SECONDS` with an idle deadline; an app sign-in starts a refresh
     /// token family (`APP_REFRESH_TOKEN_LIFETIME_SECONDS`) and its first access token (SPEC §13).
-    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, ending: String? = nil, userAgent: String?,
+    func complete(_ signIn: VerifiedSignIn, sessionKind: SessionKind, ending: String? = nil, userAgent: String? = nil,
                   logger: Logger) async throws -> SignInResult {
         let sessionToken = BearerSecret.generate()
         let now = now()
