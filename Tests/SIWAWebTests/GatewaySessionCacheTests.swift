@@ -120,6 +120,56 @@ struct GatewaySessionCacheTests {
         #expect(cache.isEnabled && !Self.isHit(cache.lookup("h", now: 1_500)) && cache.count == 0)
     }
 
+    @Test("an entry due to be touched is a miss, so that the read touches it; the entry kept is not `wasTouched`, its hits move nothing")
+    func dueEntryIsAMiss() async throws {
+        let touch = SessionTouch(idleTimeout: 600)   // once a minute
+        // the store's read, as it touches: the stored row's last use moves when a read finds it due
+        let row = Mutex(Self.record("h").session)
+        let reads = Atomic<Int>(0)
+        let cache = GatewaySessionCache(capacity: 10, changes: SessionChanges(hearsOthers: true), touch: touch) { hash, now in
+            reads.add(1, ordering: .relaxed)
+            let session = row.withLock { stored -> SessionRecord in
+                var session = stored
+                if touch.isDue(session, now: now) {
+                    stored.lastSeenAt = now
+                    stored.idleExpiresAt = touch.idleDeadline(now: now, expiresAt: stored.expiresAt)
+                    session = stored
+                    session.wasTouched = true
+                }
+                return session
+            }
+            return (session, Self.record(hash).user)
+        }
+        // last used at 1_000: read at 1_030, not due, kept
+        #expect(try await cache.session(tokenHash: "h", now: 1_030)?.0.wasTouched == false)
+        #expect(reads.load(ordering: .relaxed) == 1)
+        let start = ContinuousClock.now
+        #expect(Self.isHit(cache.lookup("h", now: 1_059, at: start)))
+        // at 1_060 the entry is due: a miss (however fresh), and the read touches
+        #expect(!Self.isHit(cache.lookup("h", now: 1_060, at: start)))
+        let touched = try #require(try await cache.session(tokenHash: "h", now: 1_060)?.0)
+        #expect(touched.wasTouched && touched.lastSeenAt == 1_060 && touched.idleExpiresAt == 1_660)
+        #expect(reads.load(ordering: .relaxed) == 2)
+        // the entry kept after it: a hit, not touched (a hit sends no cookie), until it is due again
+        let kept = try #require(Self.entry(cache.lookup("h", now: 1_061)))
+        #expect(!kept.session.wasTouched && kept.session.lastSeenAt == 1_060)
+        #expect(try await cache.session(tokenHash: "h", now: 1_100)?.0.wasTouched == false)
+        #expect(reads.load(ordering: .relaxed) == 2)
+        #expect(!Self.isHit(cache.lookup("h", now: 1_120)))
+        // past its idle deadline (before its end, 2_000): never a hit
+        let idle = try #require(Self.mark(cache.lookup("i", now: 1_500)))
+        var ended = Self.record("i").session
+        ended.lastSeenAt = 1_480   // not due before 1_540
+        ended.idleExpiresAt = 1_500
+        cache.store("i", GatewaySession(session: ended, user: Self.record("i").user), ifStill: idle)
+        #expect(Self.isHit(cache.lookup("i", now: 1_499)))
+        #expect(!Self.isHit(cache.lookup("i", now: 1_500)))
+        // without a touch (reads that never write), an entry is never due
+        let plain = Self.cache()
+        plain.store("h", Self.record("h"), ifStill: try #require(Self.mark(plain.lookup("h", now: 1_000))))
+        #expect(Self.isHit(plain.lookup("h", now: 1_999)))
+    }
+
     /// Waits until `check` holds, up to `limit`; returns when the check that held began (nil: none begun
     /// within `limit` held). A check counts from its start, where the cache is asked: on a loaded machine
     /// the database read after a miss may take longer than the window itself.

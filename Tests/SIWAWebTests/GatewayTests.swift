@@ -84,24 +84,42 @@ struct GatewayTests {
         }
     }
 
-    @Test("/oauth2/auth: unknown email and name are present and empty; it never writes the session", arguments: Backend.allCases)
-    func authReadsOnly(backend: Backend) async throws {
-        try await TestApp.run(backend) { app, browser in
-            // setup: an account without email, and a session last seen long ago
+    @Test("/oauth2/auth: a due session is touched once (its 202 carries the moved cookie), then nothing is written within the interval",
+          arguments: Backend.allCases)
+    func authTouchesOnceAnHour(backend: Backend) async throws {
+        try await TestApp.run(backend, configure: SessionLifetimeTests.quiet) { app, browser in
+            // setup: a session last seen long ago, from before idle deadlines (it has none yet)
             try await app.signIn(browser, sub: "010.b", given: "Grace", family: nil, email: "grace@example.com")
             let account = try #require(try await app.database.accounts.user(sub: "010.b"))
             let token = BearerSecret.generate()
-            try await app.database.sessions.createSession(SessionRecord(tokenHash: BearerSecret.hash(token), userID: account.id, kind: .web,
-                                                               createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
+            let hash = BearerSecret.hash(token)
+            let expiresAt = Self.now() + 3600
+            try await app.database.sessions.createSession(SessionRecord(tokenHash: hash, userID: account.id, kind: .web,
+                                                               createdAt: 0, expiresAt: expiresAt, lastSeenAt: 0))
             let other = browser.fresh()
             other.setCookie("__Host-siwa_session", token)
-            // MUT
-            for _ in 0..<3 { #expect(try await other.get("/oauth2/auth").status == .accepted) }
-            #expect(try await other.get("/oauth2/userinfo").status == .ok)
-            // validate: not touched; the account page does touch it
-            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: nil)?.0.lastSeenAt == 0)
-            #expect(try await other.get("/account").page == "account")
-            #expect(try await app.database.sessions.session(tokenHash: BearerSecret.hash(token), now: Self.now(), touch: nil)?.0.lastSeenAt ?? 0 > 0)
+            let writes = try await SessionLifetimeTests.settledWrites(app.database)
+            // MUT: the first check is due and touches; the cookie comes back, kept until the session's end
+            // (the idle deadline, 14 days on, never passes it)
+            let first = try await other.get("/oauth2/auth")
+            #expect(first.status == .accepted)
+            let cookie = try #require(SessionLifetimeTests.sessionCookie(first))
+            #expect(cookie.hasPrefix("__Host-siwa_session=\(token);"))
+            #expect(abs((SessionLifetimeTests.maxAge(cookie) ?? 0) - 3600) <= 2)
+            // validate: touched, the absolute end unmoved; the checks, userinfo and the account page that
+            // follow within the hour write nothing and send no cookie
+            let touched = try #require(try await app.database.sessions.session(tokenHash: hash, now: Self.now())?.0)
+            #expect(touched.lastSeenAt > 0 && touched.expiresAt == expiresAt && touched.idleExpiresAt == expiresAt)
+            for _ in 0..<3 {
+                let again = try await other.get("/oauth2/auth")
+                #expect(again.status == .accepted && SessionLifetimeTests.sessionCookie(again) == nil)
+            }
+            let userinfo = try await other.get("/oauth2/userinfo")
+            #expect(userinfo.status == .ok && SessionLifetimeTests.sessionCookie(userinfo) == nil)
+            let page = try await other.get("/account")
+            #expect(page.page == "account" && SessionLifetimeTests.sessionCookie(page) == nil)
+            #expect(app.database.activity.writes - writes == 1)
+            #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now())?.0.lastSeenAt == touched.lastSeenAt)
         }
     }
 
@@ -323,22 +341,31 @@ extension GatewayTests {
             }
         }
 
-        @Test("the bearer check only reads: the app session's last_seen_at is not written", arguments: Backend.allCases)
-        func bearerReadsOnly(backend: Backend) async throws {
-            try await TestApp.run(backend) { app, browser in
+        @Test("the bearer check touches a due app session once (its last use only, no cookie), then writes nothing within the hour",
+              arguments: Backend.allCases)
+        func bearerTouchesOnceAnHour(backend: Backend) async throws {
+            try await TestApp.run(backend, configure: SessionLifetimeTests.quiet) { app, browser in
                 try await app.signIn(browser, sub: "012.b", given: "Grace", family: nil, email: "grace@example.com")
                 let account = try #require(try await app.database.accounts.user(sub: "012.b"))
                 let token = BearerSecret.generate()
                 let hash = BearerSecret.hash(token)
+                let expiresAt = Self.now() + 3600
                 try await app.database.sessions.createSession(SessionRecord(tokenHash: hash, userID: account.id, kind: .api,
-                                                                   createdAt: 0, expiresAt: Self.now() + 3600, lastSeenAt: 0))
+                                                                   createdAt: 0, expiresAt: expiresAt, lastSeenAt: 0))
                 let phone = browser.fresh()
-                for _ in 0..<3 { #expect(try await phone.get("/oauth2/auth", headers: Self.bearer(token)).status == .accepted) }
+                let writes = try await SessionLifetimeTests.settledWrites(app.database)
+                for _ in 0..<3 {
+                    let check = try await phone.get("/oauth2/auth", headers: Self.bearer(token))
+                    #expect(check.status == .accepted && check.headers[.setCookie] == nil)
+                }
                 #expect(try await phone.get("/oauth2/userinfo", headers: Self.bearer(token)).status == .ok)
-                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: nil)?.0.lastSeenAt == 0)
-                // /api/me, the app's own use of its session, does touch it
+                let touched = try #require(try await app.database.sessions.session(tokenHash: hash, now: Self.now())?.0)
+                // an app token has no idle deadline, and its end never moves
+                #expect(touched.lastSeenAt > 0 && touched.idleExpiresAt == nil && touched.expiresAt == expiresAt)
+                // /api/me within the hour: no write either
                 #expect(try await phone.get("/api/me", headers: Self.bearer(token)).status == .ok)
-                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now(), touch: nil)?.0.lastSeenAt ?? 0 > 0)
+                #expect(app.database.activity.writes - writes == 1)
+                #expect(try await app.database.sessions.session(tokenHash: hash, now: Self.now())?.0.lastSeenAt == touched.lastSeenAt)
             }
         }
 
