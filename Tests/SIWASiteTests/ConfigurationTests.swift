@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import SIWAStore
 import SIWATestSupport
 import SIWAWeb
 import Testing
@@ -68,6 +69,18 @@ struct ConfigurationTests {
         ("EVENT_LOOP_THREADS", "many"),
         ("POSTGRES_MAX_CONNECTIONS", "0"),
         ("POSTGRES_MAX_CONNECTIONS", "lots"),
+        ("SESSION_LIFETIME_SECONDS", "0"),
+        ("SESSION_LIFETIME_SECONDS", "-60"),
+        ("SESSION_LIFETIME_SECONDS", "30d"),
+        ("SESSION_LIFETIME_SECONDS", "315360001"),
+        ("SESSION_IDLE_TIMEOUT_SECONDS", "-1"),
+        ("SESSION_IDLE_TIMEOUT_SECONDS", "two weeks"),
+        ("SESSION_IDLE_TIMEOUT_SECONDS", "600.5"),
+        ("APP_ACCESS_TOKEN_LIFETIME_SECONDS", "0"),
+        ("APP_ACCESS_TOKEN_LIFETIME_SECONDS", "2592001"),
+        ("APP_ACCESS_TOKEN_LIFETIME_SECONDS", "1h"),
+        ("APP_REFRESH_TOKEN_LIFETIME_SECONDS", "-7776000"),
+        ("APP_REFRESH_TOKEN_LIFETIME_SECONDS", "many"),
     ])
     func badSetting(name: String, value: String) throws {
         var values = productionSettings
@@ -185,6 +198,39 @@ struct ConfigurationTests {
         values["POSTGRES_MAX_CONNECTIONS"] = "40"
         #expect(try SIWAConfiguration.load(from: values).databasePoolSize == 40)
         #expect(try SIWAConfiguration.load(SettingSources(environment: values, flags: ["POSTGRES_MAX_CONNECTIONS": "12"])).databasePoolSize == 12)
+    }
+
+    @Test("session lifetimes (SPEC §13): 30 days, 14 days idle, 1 hour access token, 90 days refresh by default; set as seconds; idle 0 = none")
+    func sessionLifetimes() throws {
+        let defaults = try SIWAConfiguration.load(from: productionSettings)
+        #expect(defaults.sessionLifetime == 2_592_000 && defaults.sessionIdleTimeout == 1_209_600)
+        #expect(defaults.appAccessTokenLifetime == 3_600 && defaults.appRefreshTokenLifetime == 7_776_000)
+        #expect(defaults.sessionTouch == SessionTouch(idleTimeout: 1_209_600) && defaults.sessionTouch.interval == 3_600)
+        #expect(defaults.summary.contains { $0 == ("SESSION_IDLE_TIMEOUT_SECONDS", "1209600 s") })
+        var values = productionSettings
+        values["SESSION_LIFETIME_SECONDS"] = "86400"
+        values["SESSION_IDLE_TIMEOUT_SECONDS"] = "600"
+        values["APP_ACCESS_TOKEN_LIFETIME_SECONDS"] = "900"
+        values["APP_REFRESH_TOKEN_LIFETIME_SECONDS"] = "2592000"
+        let set = try SIWAConfiguration.load(from: values)
+        #expect(set.sessionLifetime == 86_400 && set.sessionIdleTimeout == 600)
+        #expect(set.appAccessTokenLifetime == 900 && set.appRefreshTokenLifetime == 2_592_000)
+        #expect(set.sessionTouch.interval == 60)
+        // 0: no idle deadline (the session lives its lifetime), its last use still recorded hourly
+        values["SESSION_IDLE_TIMEOUT_SECONDS"] = "0"
+        let none = try SIWAConfiguration.load(from: values)
+        #expect(none.sessionIdleTimeout == 0 && none.sessionTouch.interval == 3_600)
+        #expect(none.sessionTouch.idleDeadline(now: 1_000, expiresAt: 90_000) == nil)
+        #expect(none.summary.contains { $0 == ("SESSION_IDLE_TIMEOUT_SECONDS", "none") })
+        // flags, as for every setting
+        let flags = try SettingFlags.parse(["--session-lifetime", "3600", "--session-idle-timeout=0",
+                                            "--app-access-token-lifetime", "60", "--app-refresh-token-lifetime=86400"])
+        let flagged = try SIWAConfiguration.load(SettingSources(environment: productionSettings, flags: flags))
+        #expect(flagged.sessionLifetime == 3_600 && flagged.sessionIdleTimeout == 0)
+        #expect(flagged.appAccessTokenLifetime == 60 && flagged.appRefreshTokenLifetime == 86_400)
+        // a refusal names the setting and what it takes
+        values["SESSION_IDLE_TIMEOUT_SECONDS"] = "-1"
+        #expect(failure(values)?.description.contains("0 (none)") == true)
     }
 
     @Test("EVENT_LOOP_THREADS: half the cores by default, at least one; read alone (before the event loops start), a bad value counts as unset")
