@@ -22,6 +22,7 @@ import itertools
 import json
 import re
 import sys
+import time
 import urllib.parse
 
 from gateway_stack import PROXIES, GatewayStack
@@ -176,6 +177,10 @@ def journey(stack):
     check(info.status == 200 and json.loads(info.body).get("user") == (user or [None])[0],
           "/oauth2/userinfo through the proxy names the same person")
 
+    # 4b. A used session moves its idle deadline, and the proxy passes the moved cookie on (SPEC §13):
+    # siwa runs here with SESSION_IDLE_TIMEOUT_SECONDS=20, so a use is touched at most every 2 s.
+    renewed_session_cookie(stack, browser, original)
+
     # 5. Forged identity headers never reach the app.
     forged = {"X-Auth-Request-User": "admin", "X-Auth-Request-Email": "admin@evil.example",
               "X-Auth-Request-Preferred-Username": "Admin"}
@@ -243,6 +248,26 @@ def journey(stack):
 
     # 10. The iOS app's bearer at the app's API.
     app_api(stack, user[0] if user else None, second)
+
+
+def session_set_cookies(response):
+    return [c for c in response.all("Set-Cookie") if c.split("=", 1)[0].endswith("siwa_session")]
+
+
+def renewed_session_cookie(stack, browser, original):
+    """Through the proxy, after the touch interval (2 s of a 20 s idle timeout): the app's answer carries the
+    session cookie with Max-Age ≈ 20, the same value; the next request within the interval carries none."""
+    cookie = next((value for (_, name), (value, _, _) in browser.jar.items() if name.endswith("siwa_session")), None)
+    time.sleep(3)
+    page = browser.get(original)
+    renewed = session_set_cookies(page)
+    max_age = [int(m.group(1)) for c in renewed for m in [re.search(r"(?i);\s*max-age=(\d+)", c)] if m]
+    check(page.status == 200 and page.page == "upstream" and len(renewed) == 1
+          and renewed[0].split(";", 1)[0].split("=", 1)[1] == cookie and max_age and 18 <= max_age[0] <= 20,
+          f"3 s later (SESSION_IDLE_TIMEOUT_SECONDS={stack.session_idle_timeout}) the app's answer through {stack.proxy} "
+          f"carries the session cookie again, Max-Age ≈ 20 ({page.status}, {renewed})")
+    again = browser.get(original)
+    check(again.status == 200 and not session_set_cookies(again), f"… and the next request, within 2 s, none ({session_set_cookies(again)})")
 
 
 def native_token(stack, person):
@@ -357,7 +382,7 @@ def main():
     args = parser.parse_args()
     print(f"== gateway journey behind {args.proxy}", flush=True)
     report.name = args.proxy
-    stack = GatewayStack(args.proxy, args.siwa, keep=args.keep)
+    stack = GatewayStack(args.proxy, args.siwa, keep=args.keep, session_idle_timeout=20)
     try:
         with stack:
             print(f"      {args.proxy} on {stack.base_url}, siwa on 127.0.0.1:{stack.siwa_port}, "

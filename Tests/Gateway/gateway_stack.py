@@ -92,12 +92,14 @@ def fill(template_path, values):
 
 
 class GatewayStack:
-    def __init__(self, proxy, siwa_binary_path=None, keep=False):
+    def __init__(self, proxy, siwa_binary_path=None, keep=False, session_idle_timeout=None):
         if proxy not in PROXIES:
             raise ValueError(proxy)
         self.proxy = proxy
         self.siwa_binary = siwa_binary(siwa_binary_path)
         self.keep = keep
+        # SESSION_IDLE_TIMEOUT_SECONDS for siwa (None: its default), e.g. 20 for a touch every 2 s.
+        self.session_idle_timeout = session_idle_timeout
         self.workdir = temporary_directory(f"gateway-{proxy}")
         self.siwa_port, self.emulator_port, self.proxy_port = free_ports(3)
         self.base_url = f"http://localhost:{self.proxy_port}"
@@ -113,9 +115,14 @@ class GatewayStack:
                                       "--emulator-port", str(self.emulator_port), "--public-url", self.base_url,
                                       "--data-dir", os.path.join(self.workdir, "data"),
                                       "--database-url", "sqlite:" + os.path.join(self.workdir, "data", "siwa.sqlite"),
-                                      "--log-level", "notice"], env=siwa_environment())
+                                      "--log-level", "notice"] + self.session_flags(), env=siwa_environment())
         self.processes.wait_for_http(f"http://127.0.0.1:{self.siwa_port}/healthz", "siwa")
         self.processes.wait_for_http(self.emulator_url + "/emulator/admin/people", "the emulator")
+
+    def session_flags(self):
+        if self.session_idle_timeout is None:
+            return []
+        return ["--session-idle-timeout", str(self.session_idle_timeout)]
 
     def start_nginx(self):
         site = fill(os.path.join(DEPLOY, "nginx.conf"),
