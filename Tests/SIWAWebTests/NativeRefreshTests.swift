@@ -39,6 +39,8 @@ struct NativeRefreshTests {
 
         init(_ response: TestResponse) throws {
             #expect(response.status == .ok, "\(response.status): \(response.text)")
+            // tokens are never cached on the way (RFC 6749 §5.1)
+            #expect(response.headers[.cacheControl] == "no-store")
             json = try response.json()
             token = try #require(json["token"] as? String)
             expiresIn = try #require(json["expiresIn"] as? Int)
