@@ -273,6 +273,11 @@ def renewed_session_cookie(stack, browser, original):
 def native_token(stack, person):
     """What the iOS app does, through the proxy: a nonce from siwa, Apple's sheet (the emulator's admin
     approval, with the nonce's SHA-256), then POST /auth/apple/native; returns the bearer token."""
+    return native_sign_in(stack, person)["token"]
+
+
+def native_sign_in(stack, person):
+    """native_token's whole answer: token, expiresIn, refreshToken, user (SPEC §13)."""
     issued = request("POST", stack.base_url + "/auth/apple/native/nonce")
     check(issued.status == 200, f"POST /auth/apple/native/nonce through the proxy → 200 ({issued.status})")
     raw = json.loads(issued.body)["nonce"]
@@ -280,8 +285,9 @@ def native_token(stack, person):
     body = json.dumps({"identityToken": fields["id_token"], "authorizationCode": fields["code"], "nonce": raw,
                        "fullName": {"givenName": "Grace", "familyName": "Hopper"}})
     signed_in = request("POST", stack.base_url + "/auth/apple/native", body, {"Content-Type": "application/json"})
-    check(signed_in.status == 200, f"POST /auth/apple/native through the proxy → 200 with a token ({signed_in.status} {signed_in.text[:200]})")
-    return json.loads(signed_in.body)["token"]
+    check(signed_in.status == 200, f"POST /auth/apple/native through the proxy → 200 with a token ({signed_in.status}"
+          f"{'' if signed_in.status == 200 else ' ' + signed_in.text[:200]})")
+    return json.loads(signed_in.body)
 
 
 def app_api(stack, web_user, browser):
@@ -366,6 +372,21 @@ def app_api(stack, web_user, browser):
           "no request the app received carried a forged value")
     check(not any(ALIAS_MARK in json.dumps(r["headers"]) for r in stack.upstream.seen()),
           "no request the app received, in the whole journey, carried a value sent under an alias name")
+
+    # A second device of the same person: its refresh and its sign-out reach siwa through the proxy, and
+    # end only its own session (SPEC §13).
+    second = native_sign_in(stack, "p2")
+    refreshed = request("POST", base + "/auth/apple/native/refresh", json.dumps({"refreshToken": second["refreshToken"]}),
+                        {"Content-Type": "application/json"})
+    pair = json.loads(refreshed.body) if refreshed.status == 200 else {}
+    check(refreshed.status == 200 and pair.get("token") not in (None, second["token"]) and pair.get("refreshToken") != second["refreshToken"],
+          f"POST /auth/apple/native/refresh through the proxy → 200 with a new pair ({refreshed.status})")
+    second_bearer = {"Authorization": "Bearer " + pair.get("token", "")}
+    check(request("GET", api, headers=second_bearer).status == 200, "the refreshed access token opens the API")
+    signed_out = request("POST", base + "/api/sign_out", headers=second_bearer)
+    check(signed_out.status == 200 and echo(signed_out) is None, f"POST /api/sign_out goes to siwa, not the app → 200 ({signed_out.status})")
+    check(request("GET", api, headers=second_bearer).status == 401, "the signed-out device's access token → 401 at the API")
+    check(request("GET", api, headers=bearer).status == 200, "… while the first device's token still opens it")
 
     # The app's token ended server-side (DELETE /api/me deletes the account): the API refuses it.
     deleted = request("DELETE", base + "/api/me", headers=bearer)
