@@ -195,6 +195,8 @@ package let migrations: [Migration] = [
     adminAuditMigration,
     // Idle deadlines, devices and app refresh tokens (SessionRepository+AppSessions.swift).
     appSessionsMigration,
+    // The OpenID provider's refresh tokens (OIDCRepository+RefreshTokens.swift).
+    oidcRefreshTokensMigration,
 ]
 
 extension SIWADatabase {

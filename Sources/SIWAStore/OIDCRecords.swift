@@ -68,3 +68,60 @@ public enum OIDCCodeRedemption: Sendable, Equatable {
     /// No such code (never issued, swept, or its account deleted).
     case unknown
 }
+
+/// A refresh token siwa's OpenID Provider issued to a confidential client that asked for `offline_access`
+/// (SPEC §11). Only its SHA-256 is stored. A *family* is the refresh tokens of one authorization code, each
+/// spent by the refresh that issues the next, and the access tokens issued beside them; it is named by the
+/// hash of that code, which its access tokens carry as their `codeHash`.
+public struct OIDCRefreshToken: Sendable, Equatable {
+    public var tokenHash: String
+    /// The hash of the authorization code the family started from.
+    public var familyID: String
+    public var userID: String
+    public var clientID: String
+    /// The scopes granted with the code; every token of the family keeps them (RFC 6749 §6).
+    public var scope: String
+    /// The ID token's `auth_time`, kept through the family.
+    public var authTime: Int64
+    public var createdAt: Int64
+    /// The family's absolute end (`OIDC_REFRESH_TOKEN_LIFETIME_SECONDS` after the code's exchange); rotation keeps it.
+    public var expiresAt: Int64
+    /// When a refresh spent it; a spent token presented again ends its family.
+    public var spentAt: Int64?
+
+    public init(tokenHash: String, familyID: String, userID: String, clientID: String, scope: String, authTime: Int64,
+                createdAt: Int64, expiresAt: Int64, spentAt: Int64? = nil) {
+        self.tokenHash = tokenHash
+        self.familyID = familyID
+        self.userID = userID
+        self.clientID = clientID
+        self.scope = scope
+        self.authTime = authTime
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.spentAt = spentAt
+    }
+}
+
+/// What the token endpoint stores for one grant: an access token, and a refresh token when one is issued.
+public struct OIDCTokenGrant: Sendable, Equatable {
+    public var access: OIDCAccessToken
+    public var refresh: OIDCRefreshToken?
+
+    public init(access: OIDCAccessToken, refresh: OIDCRefreshToken? = nil) {
+        self.access = access
+        self.refresh = refresh
+    }
+}
+
+/// What presenting a refresh token at the token endpoint did.
+public enum OIDCRefreshOutcome: Sendable, Equatable {
+    /// Spent (the record as it was presented); the new access and refresh tokens are stored.
+    case rotated(OIDCRefreshToken, UserAccount)
+    /// Living, but the caller refused it (another client, a wider scope): nothing changed.
+    case refused(OIDCRefreshToken)
+    /// Already spent: the whole family, its refresh and access tokens, ended (RFC 9700 §4.14.2).
+    case reused(OIDCRefreshToken)
+    /// Unknown (never issued, its family ended, its account deleted) or past the family's end.
+    case invalid
+}

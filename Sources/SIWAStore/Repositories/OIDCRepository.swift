@@ -100,14 +100,27 @@ extension OIDCRepository {
     /// The token endpoint's one transaction: consumes the code in one statement (only the first caller gets
     /// it, expired or not), asks `issue` whether to issue for it, and stores the access token it returns
     /// (nil: refused, the code stays consumed). A code that was already consumed is a replay: every access
-    /// token issued with it is deleted (RFC 6749 §4.1.2).
-    ///
-    /// Consumption and the token's insert commit together, so a replay racing the first exchange waits for
-    /// the code's row (PostgreSQL) or the write lock (SQLite) and then finds the token to revoke.
+    /// token issued with it is deleted (RFC 6749 §4.1.2). ``exchangeOIDCCode(codeHash:now:grant:)`` without a
+    /// refresh token.
     public func redeemOIDCCode(
         codeHash: String, now: Int64, issue: @escaping @Sendable (OIDCAuthorizationCode, UserAccount) -> OIDCAccessToken?
     ) async throws -> OIDCCodeRedemption {
-        try await transaction { sql in
+        try await exchangeOIDCCode(codeHash: codeHash, now: now, grant: { code, account in issue(code, account).map { OIDCTokenGrant(access: $0) } })
+    }
+
+    /// The token endpoint's one transaction: consumes the code in one statement (only the first caller gets
+    /// it, expired or not), asks `grant` whether to issue for it, and stores the access token it returns, and
+    /// the refresh token that starts a family when there is one (nil: refused, the code stays consumed). A
+    /// code that was already consumed is a replay: every access token issued with it, and every refresh
+    /// token of its family, is deleted (RFC 6749 §4.1.2).
+    ///
+    /// Consumption and the tokens' insert commit together, so a replay racing the first exchange waits for
+    /// the code's row (PostgreSQL) or the write lock (SQLite) and then finds the tokens to revoke.
+    public func exchangeOIDCCode(
+        codeHash: String, now: Int64, grant: @escaping @Sendable (OIDCAuthorizationCode, UserAccount) -> OIDCTokenGrant?
+    ) async throws -> OIDCCodeRedemption {
+        let lock = dialect.forUpdate
+        return try await transaction { sql in
             if let code = try await sql.raw("""
                 UPDATE oidc_codes SET consumed_at = \(bind: now)
                 WHERE code_hash = \(bind: codeHash) AND consumed_at IS NULL
@@ -117,21 +130,24 @@ extension OIDCRepository {
                     SELECT \(unsafeRaw: Columns.userList) FROM users WHERE id = \(bind: code.userID)
                     """).first()?.userAccount()
                 else { return .refused(code) }
-                guard let token = issue(code, account) else { return .refused(code) }
-                try await sql.raw("""
-                    INSERT INTO oidc_access_tokens (token_hash, user_id, client_id, scope, code_hash, created_at, expires_at)
-                    VALUES (\(bind: token.tokenHash), \(bind: token.userID), \(bind: token.clientID), \(bind: token.scope),
-                            \(bind: token.codeHash), \(bind: token.createdAt), \(bind: token.expiresAt))
-                    """).run()
+                guard let tokens = grant(code, account) else { return .refused(code) }
+                try await Self.insertOIDCAccessToken(sql, tokens.access)
+                if let refresh = tokens.refresh { try await Self.insertOIDCRefreshToken(sql, refresh) }
                 return .issued(code, account)
             }
-            guard try await sql.raw("SELECT code_hash FROM oidc_codes WHERE code_hash = \(bind: codeHash)").first() != nil else {
-                return .unknown
-            }
+            guard let owner = try await sql.raw("SELECT user_id FROM oidc_codes WHERE code_hash = \(bind: codeHash)").first()?
+                .decode(column: "user_id", as: String.self)
+            else { return .unknown }
+            // The person's lock, as a refresh takes it: a refresh of this family under way commits first.
+            _ = try await Self.lockOIDCPerson(sql, owner, lock: lock)
+            // A family is named by its code's hash, and its access tokens carry that hash: all of them go.
             let revoked = try await sql.raw("""
                 DELETE FROM oidc_access_tokens WHERE code_hash = \(bind: codeHash) RETURNING token_hash
                 """).all().count
-            return .replayed(revoked: revoked)
+            let family = try await sql.raw("""
+                DELETE FROM oidc_refresh_tokens WHERE family_id = \(bind: codeHash) RETURNING spent_at
+                """).all().filter { try $0.decode(column: "spent_at", as: Int64?.self) == nil }.count
+            return .replayed(revoked: revoked + family)
         }
     }
 
@@ -149,32 +165,45 @@ extension OIDCRepository {
         }.map { ($0.token, $0.user) }
     }
 
-    /// Apple's `consent-revoked` (and the daily check's equivalent): the person's OIDC access tokens and
-    /// unused codes end with their sessions. Returns how many rows were deleted.
+    /// Apple's `consent-revoked` (and the daily check's equivalent): the person's OIDC access tokens, refresh
+    /// tokens and unused codes end with their sessions. Returns how many were deleted (refresh tokens: the
+    /// living ones, one per family).
+    ///
+    /// It holds the person's row lock (PostgreSQL `FOR UPDATE`) like a refresh does, so that a refresh under
+    /// way commits first and the pair it stored is deleted too.
     @discardableResult
     public func endOIDCGrants(sub: String) async throws -> Int {
-        try await transaction { sql in
-            guard let user = try await Self.findUser(sql, sub: sub) else { return 0 }
+        let lock = dialect.forUpdate
+        return try await transaction { sql in
+            guard let user = try await Self.findUser(sql, sub: sub, lock: lock) else { return 0 }
+            let families = try await sql.raw(
+                "DELETE FROM oidc_refresh_tokens WHERE user_id = \(bind: user.id) RETURNING spent_at"
+            ).all().filter { try $0.decode(column: "spent_at", as: Int64?.self) == nil }.count
             let tokens = try await sql.raw(
                 "DELETE FROM oidc_access_tokens WHERE user_id = \(bind: user.id) RETURNING token_hash"
             ).all().count
             let codes = try await sql.raw(
                 "DELETE FROM oidc_codes WHERE user_id = \(bind: user.id) RETURNING code_hash"
             ).all().count
-            return tokens + codes
+            return families + tokens + codes
         }
     }
 
-    /// Deletes expired access tokens, and codes past ``oidcCodeRetention`` after they expired; returns how many.
+    /// Deletes expired access tokens, refresh tokens past their family's end (spent ones are kept until then,
+    /// so that a reuse is recognised as long as the family could live), and codes past ``oidcCodeRetention``
+    /// after they expired; returns how many.
     public func sweepOIDC(now: Int64) async throws -> Int {
         try await write { sql in
+            let refresh = try await sql.raw(
+                "DELETE FROM oidc_refresh_tokens WHERE expires_at <= \(bind: now) RETURNING token_hash"
+            ).all().count
             let tokens = try await sql.raw(
                 "DELETE FROM oidc_access_tokens WHERE expires_at <= \(bind: now) RETURNING token_hash"
             ).all().count
             let codes = try await sql.raw(
                 "DELETE FROM oidc_codes WHERE expires_at <= \(bind: now - Self.oidcCodeRetention) RETURNING code_hash"
             ).all().count
-            return tokens + codes
+            return refresh + tokens + codes
         }
     }
 
