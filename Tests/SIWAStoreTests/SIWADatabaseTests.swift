@@ -36,7 +36,7 @@ struct SIWADatabaseTests {
             let pending = try await test.db.indexNames(on: "pending_authorizations")
             let sessions = try await test.db.indexNames(on: "sessions")
             #expect(pending == [])
-            #expect(sessions == ["sessions_expires_idx", "sessions_user_idx"])
+            #expect(sessions == ["sessions_expires_idx", "sessions_family_idx", "sessions_user_idx"])
         }
     }
 

@@ -29,9 +29,11 @@ extension AppleRepository {
     /// Apple's `consent-revoked`: one transaction deleting the person's sessions and all their Apple tokens.
     /// Returns false when there is no such account.
     public func revokeConsent(sub: String) async throws -> Bool {
+        let lock = dialect.forUpdate
         defer { sessionsEnded() }
         return try await transaction { [sessionChannel] sql in
-            guard let user = try await Self.findUser(sql, sub: sub) else { return false }
+            // Locked (``lockPerson(_:_:lock:)``): an app refresh under way commits first, and its new pair is deleted too.
+            guard let user = try await Self.findUser(sql, sub: sub, lock: lock) else { return false }
             try await sql.raw("DELETE FROM app_refresh_tokens WHERE user_id = \(bind: user.id)").run()
             try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: user.id)").run()
             try await Self.announceSessionsEnded(sql, channel: sessionChannel)

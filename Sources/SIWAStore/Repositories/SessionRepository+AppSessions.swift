@@ -93,11 +93,22 @@ public struct SweptSessions: Sendable, Equatable {
 extension SessionRepository {
     /// `POST /auth/apple/native/refresh`: spends the presented refresh token and stores the new pair, in one
     /// transaction; of concurrent presentations of one token exactly one spends it (a conditional update),
-    /// and every other then finds it spent: reuse, which ends the family. The new refresh token keeps the
+    /// and one presented after that finds it spent: reuse, which ends the family. The new refresh token keeps the
     /// family's absolute end; the access token ends at `accessExpiresAt` or the family's end if earlier.
+    ///
+    /// It holds the person's lock (``lockPerson(_:_:lock:)``) like every write that ends app sessions, so
+    /// refreshes and endings of one person's app sessions run one after the other: of concurrent
+    /// presentations of one token, one rotates, the next finds it spent and ends the family, and the rest
+    /// find nothing (`.invalid`).
     public func refreshAppSession(presentedHash: String, newAccessHash: String, newRefreshHash: String,
                                   accessExpiresAt: Int64, now: Int64) async throws -> AppRefreshOutcome {
+        let lock = dialect.forUpdate
         let outcome = try await transaction { [sessionChannel] sql -> AppRefreshOutcome in
+            guard let owner = try await sql.raw("""
+                SELECT user_id FROM app_refresh_tokens WHERE token_hash = \(bind: presentedHash)
+                """).first()?.decode(column: "user_id", as: String.self),
+                try await Self.lockPerson(sql, owner, lock: lock)
+            else { return .invalid }
             if let row = try await sql.raw("""
                 UPDATE app_refresh_tokens SET spent_at = \(bind: now)
                 WHERE token_hash = \(bind: presentedHash) AND spent_at IS NULL AND expires_at > \(bind: now)
@@ -125,7 +136,10 @@ extension SessionRepository {
                 WHERE token_hash = \(bind: presentedHash)
                 """).first()?.appRefreshToken(), known.spentAt != nil, known.expiresAt > now
             else { return .invalid }
-            try await Self.endFamily(sql, known.familyID, channel: sessionChannel)
+            // Of concurrent presentations that all found it spent (PostgreSQL), only the one whose delete ends
+            // the family reports the reuse: the others wait on its delete and find the family already gone.
+            guard try await Self.endFamily(sql, known.familyID, userID: known.userID, lock: lock, channel: sessionChannel)
+            else { return .invalid }
             return .reused(userID: known.userID, familyID: known.familyID)
         }
         if case .reused = outcome { sessionsEnded() }
@@ -135,6 +149,7 @@ extension SessionRepository {
     /// `POST /api/sign_out`: ends the app session an access token belongs to (its whole family), or the
     /// pre-refresh bearer itself. False when the token names no valid app session.
     public func endAppSession(accessTokenHash: String, now: Int64) async throws -> Bool {
+        let lock = dialect.forUpdate
         let ended = try await transaction { [sessionChannel] sql -> Bool in
             guard let session = try await sql.raw("""
                 SELECT \(unsafeRaw: Columns.list(Columns.session)) FROM sessions
@@ -143,7 +158,7 @@ extension SessionRepository {
                 """).first()?.sessionRecord()
             else { return false }
             if let family = session.familyID {
-                try await Self.endFamily(sql, family, channel: sessionChannel)
+                try await Self.endFamily(sql, family, userID: session.userID, lock: lock, channel: sessionChannel)
             } else {
                 try await sql.raw("DELETE FROM sessions WHERE token_hash = \(bind: accessTokenHash)").run()
                 try await Self.announceSessionsEnded(sql, channel: sessionChannel)
@@ -189,6 +204,7 @@ extension SessionRepository {
     /// Ends `session` if it is `userID`'s: a web session, a pre-refresh bearer, or an app's whole family.
     /// False when there is no such session of that person.
     public func endPersonSession(userID: String, _ session: PersonSession.Key) async throws -> Bool {
+        let lock = dialect.forUpdate
         let ended = try await transaction { [sessionChannel] sql -> Bool in
             switch session {
             case .token(let hash):
@@ -203,7 +219,7 @@ extension SessionRepository {
                     SELECT family_id FROM app_refresh_tokens WHERE user_id = \(bind: userID) AND family_id = \(bind: id)
                     """).first() != nil
                 else { return false }
-                try await Self.endFamily(sql, id, channel: sessionChannel)
+                try await Self.endFamily(sql, id, userID: userID, lock: lock, channel: sessionChannel)
             }
             return true
         }
@@ -213,11 +229,29 @@ extension SessionRepository {
 }
 
 extension StoreRoom {
-    /// Ends a family: its refresh tokens (spent ones too) and its access tokens, announced to the gateways.
-    static func endFamily(_ sql: any SQLDatabase, _ familyID: String, channel: String?) async throws {
-        try await sql.raw("DELETE FROM app_refresh_tokens WHERE family_id = \(bind: familyID)").run()
+    /// Inside a transaction that refreshes or ends app sessions: takes the person's row lock until it ends
+    /// (PostgreSQL `FOR UPDATE`, `lock`; on SQLite the transaction holds the only write lock already). False
+    /// when there is no such person. Every such write takes it before it reads or writes a refresh token,
+    /// so that on PostgreSQL an ending never runs beside a refresh of the same person: otherwise an ending
+    /// that started while a refresh was under way waited for the spent token's row, then deleted the
+    /// family's tokens as its statement had seen them, without the refresh token the refresh had just
+    /// inserted, which lived on (a reuse detection, a sign-out, consent revocation left the new pair alive).
+    /// Each statement after the lock sees what the refresh committed; a refresh that comes after the ending
+    /// finds its token gone.
+    static func lockPerson(_ sql: any SQLDatabase, _ userID: String, lock: String) async throws -> Bool {
+        try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)\(unsafeRaw: lock)").first() != nil
+    }
+
+    /// Ends a family of `userID` (whose lock it takes first, ``lockPerson(_:_:lock:)``): its refresh tokens
+    /// (spent ones too) and its access tokens, announced to the gateways. False when it had no refresh token
+    /// left (another transaction ended it first).
+    @discardableResult
+    static func endFamily(_ sql: any SQLDatabase, _ familyID: String, userID: String, lock: String, channel: String?) async throws -> Bool {
+        _ = try await lockPerson(sql, userID, lock: lock)
+        let tokens = try await sql.raw("DELETE FROM app_refresh_tokens WHERE family_id = \(bind: familyID) RETURNING token_hash").all()
         try await sql.raw("DELETE FROM sessions WHERE family_id = \(bind: familyID)").run()
         try await announceSessionsEnded(sql, channel: channel)
+        return !tokens.isEmpty
     }
 
     /// Inside the sign-in transaction: the first refresh token of an app sign-in.

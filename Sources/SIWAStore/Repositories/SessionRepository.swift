@@ -58,8 +58,11 @@ extension SessionRepository {
 
     /// Ends every session of an account (and its apps' refresh tokens); returns how many sessions there were.
     public func deleteSessions(userID: String) async throws -> Int {
+        let lock = dialect.forUpdate
         defer { sessionsEnded() }
-        return try await write { [sessionChannel] sql in
+        // One transaction holding the person's lock (``lockPerson(_:_:lock:)``): no refresh under way survives it.
+        return try await transaction { [sessionChannel] sql in
+            _ = try await Self.lockPerson(sql, userID, lock: lock)
             try await sql.raw("DELETE FROM app_refresh_tokens WHERE user_id = \(bind: userID)").run()
             let count = try await sql.raw("DELETE FROM sessions WHERE user_id = \(bind: userID) RETURNING token_hash").all().count
             try await Self.announceSessionsEnded(sql, channel: sessionChannel)
@@ -71,9 +74,11 @@ extension SessionRepository {
     /// tokens, and OpenID codes not yet exchanged. Consumed codes stay (until swept) so that a replay is still
     /// recognised. The account and its Apple tokens stay. Nil when there is no such account.
     public func signOutEverywhere(userID: String) async throws -> SignedOutEverywhere? {
+        let lock = dialect.forUpdate
         defer { sessionsEnded() }
         return try await transaction { [sessionChannel] sql -> SignedOutEverywhere? in
-            guard try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)").first() != nil else { return nil }
+            // The person's lock (``lockPerson(_:_:lock:)``): a refresh under way commits first, and its new pair is ended too.
+            guard try await Self.lockPerson(sql, userID, lock: lock) else { return nil }
             var ended = SignedOutEverywhere()
             // An app session is a refresh token family (its living token), or a bearer from before refresh tokens.
             ended.appSessions = try await sql.raw("""
