@@ -293,6 +293,11 @@ struct SessionRepositoryTests {
             #expect(try await storedSession(db, "web-old")?.idleExpiresAt == 3_600 + 14 * 86_400)
             #expect(try await db.sessions.session(tokenHash: "web-old", now: 3_599 + 14 * 86_400) != nil)
             #expect(try await db.sessions.session(tokenHash: "web-old", now: 3_600 + 14 * 86_400) == nil)
+            // … and one left unused for the whole idle timeout before any touch is refused, not revived by it
+            try await db.sessions.createSession(.init(tokenHash: "web-idle", userID: user.id, kind: .web, createdAt: 0, expiresAt: 30 * 86_400, lastSeenAt: 0))
+            #expect(try await db.sessions.session(tokenHash: "web-idle", now: 14 * 86_400) != nil, "a plain read does not judge idleness")
+            #expect(try await db.sessions.session(tokenHash: "web-idle", now: 14 * 86_400, touch: fortnight) == nil)
+            #expect(try await storedSession(db, "web-idle")?.lastSeenAt == 0, "a refused session is not touched")
 
             // App sessions (an old bearer, a family's access token, which ends at 3 600): the use is recorded, no deadline set
             let often = SessionTouch(idleTimeout: 1_000)  // a web session would get a deadline at now + 1 000

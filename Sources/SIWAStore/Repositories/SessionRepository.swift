@@ -28,6 +28,12 @@ extension SessionRepository {
             return SessionAndUser(session: try row.sessionRecord(prefix: "s_"), user: try row.userAccount(prefix: "u_"))
         }
         guard var found else { return nil }
+        // A web session without a deadline (written before idle deadlines, or while the timeout was 0) that has
+        // been unused for the idle timeout is as idle as one with a deadline.
+        if let touch, touch.idleTimeout > 0, found.session.kind == .web, found.session.idleExpiresAt == nil,
+           now - found.session.lastSeenAt >= touch.idleTimeout {
+            return nil
+        }
         if let touch, touch.isDue(found.session, now: now) {
             // One touch per interval however many instances or requests find it due at once: the row moves only
             // while its last use is still a whole interval old (a later second's request finds it moved).
