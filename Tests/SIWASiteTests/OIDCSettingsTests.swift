@@ -48,6 +48,16 @@ struct OIDCSettingsTests {
         #expect(configuration.summary.contains { $0.0 == "OIDC_CLIENTS_FILE" && $0.1.contains("1 client") })
         #expect(SiteSettings.all.map(\.name).contains("OIDC_CLIENTS_FILE") && SiteSettings.all.map(\.name).contains("OIDC_SIGNING_KEY_PATH"))
 
+        // OIDC_REFRESH_TOKEN_LIFETIME_SECONDS: 30 days unless set; a whole number of seconds, at least 1.
+        #expect(oidc.refreshTokenLifetime == 30 * 86_400)
+        #expect(configuration.summary.contains { $0.0 == "OIDC_REFRESH_TOKEN_LIFETIME_SECONDS" && $0.1 == "2592000 s" })
+        let provider = ["OIDC_CLIENTS_FILE": clients, "OIDC_SIGNING_KEY_PATH": directory + "/oidc.pem"]
+        let week = try SIWAConfiguration.load(from: try Self.production(provider.merging(["OIDC_REFRESH_TOKEN_LIFETIME_SECONDS": "604800"]) { $1 }))
+        #expect(week.oidc?.refreshTokenLifetime == 604_800)
+        for bad in ["0", "-1", "1.5", "a week"] {
+            #expect(try failure(provider.merging(["OIDC_REFRESH_TOKEN_LIFETIME_SECONDS": bad]) { $1 })?.setting == "OIDC_REFRESH_TOKEN_LIFETIME_SECONDS", "\(bad)")
+        }
+
         // A key set without clients is a warning: the provider stays off.
         let warned = try SIWAConfiguration.load(from: try Self.production(["OIDC_SIGNING_KEY_PATH": directory + "/oidc.pem"]))
         #expect(warned.oidc == nil && warned.warnings.contains { $0.contains("OIDC_CLIENTS_FILE") })

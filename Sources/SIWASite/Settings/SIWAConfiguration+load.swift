@@ -191,6 +191,7 @@ extension OIDCProviderConfiguration {
             throw ConfigurationError(SiteSettings.oidcSigningKeyPath.name, "is missing: the OpenID provider (OIDC_CLIENTS_FILE is set) signs ID tokens with this RSA key (create one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out oidc.pem`)")
         }
         let keys = try OIDCSigningKeys.load(path: keyPath, generate: isDemo)
-        return OIDCProviderConfiguration(issuer: publicURL, clients: clients, signingKeys: keys, clientsSource: source, signingKeyPath: keyPath)
+        return OIDCProviderConfiguration(issuer: publicURL, clients: clients, signingKeys: keys, clientsSource: source, signingKeyPath: keyPath,
+                                         refreshTokenLifetime: Int64(try sources.defaulted(SiteSettings.oidcRefreshTokenLifetime)))
     }
 }

@@ -258,6 +258,12 @@ public enum SiteSettings {
         summary: { configuration in
             configuration.oidc.map { "\($0.signingKeyPath) (kid \($0.signingKeys.current.kid)\($0.signingKeys.previous == nil ? "" : ", previous key published"))" } ?? "(none)"
         })
+    static let oidcRefreshTokenLifetime = Setting<Int>(
+        "OIDC_REFRESH_TOKEN_LIFETIME_SECONDS", flag: "oidc-refresh-token-lifetime",
+        meaning: "a refresh token family's absolute lifetime from the code's exchange, in seconds (confidential clients that ask for `offline_access`): its tokens rotate but never outlive it",
+        default: Int(OIDCProviderConfiguration.defaultRefreshTokenLifetime), defaultText: "`2592000` (30 days)",
+        parse: Parse.wholeNumber(in: 1...315_360_000, "must be a number of seconds from 1 to 315360000 (10 years)"),
+        summary: { $0.oidc.map { "\($0.refreshTokenLifetime) s" } })
 
     /// Every setting, in README's order.
     public static let all: [SettingRow] = [
@@ -268,7 +274,7 @@ public enum SiteSettings {
         sessionLifetime.row, sessionIdleTimeout.row, appAccessTokenLifetime.row, appRefreshTokenLifetime.row, resourcesDirectory.row, maximumPendingAuthorizations.row,
         maximumPendingAuthorizationsPerClient.row, httpHeadTimeout.row, httpBodyTimeout.row, httpIdleTimeout.row, httpServer.row,
         trustedProxies.row, sessionCookieDomain.row, allowedRedirectHosts.row,
-        metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row,
+        metricsPort.row, metricsToken.row, demo.row, oidcClientsFile.row, oidcSigningKeyPath.row, oidcRefreshTokenLifetime.row,
         revocationInterval.row, revocationLease.row, consentCheckInterval.row, consentCheckPassInterval.row, consentCheckClaim.row,
     ]
 

@@ -5,7 +5,8 @@ import JOSE
 struct OIDCAuthorizationRequest: Sendable, Equatable {
     var client: OIDCClient
     var redirectURI: String
-    /// The granted scopes, in a fixed order: `openid`, then `email`, `profile` when asked for.
+    /// The granted scopes, in a fixed order: `openid`, then `email`, `profile` when asked for, and
+    /// `offline_access` when a confidential client asked for it.
     var scopes: [String]
     var state: String?
     var nonce: String?
@@ -14,7 +15,7 @@ struct OIDCAuthorizationRequest: Sendable, Equatable {
     var prompt: Set<String>
     var maxAge: Int64?
 
-    static let supportedScopes = ["openid", "email", "profile"]
+    static let supportedScopes = ["openid", "email", "profile", "offline_access"]
     static let promptValues: Set<String> = ["none", "login", "consent", "select_account"]
     /// Long enough for any real client's `state` and `nonce`; bounds what a request can make us store.
     static let maximumValueLength = 1024
@@ -68,7 +69,11 @@ struct OIDCAuthorizationRequest: Sendable, Equatable {
         }
         let requested = Set((parameters["scope"] ?? "").split(separator: " ").map(String.init))
         guard requested.contains("openid") else { return fail("invalid_scope", "scope must include openid") }
-        let scopes = supportedScopes.filter(requested.contains)
+        // `offline_access` (a refresh token) only for a confidential client. OIDC Core §11 wants it honoured
+        // only with prompt=consent unless other conditions permit it: siwa shows no consent page to its
+        // clients, and a client the operator registered with a secret is that condition. A public client
+        // asking for it is not an error: it gets no refresh token.
+        let scopes = supportedScopes.filter { requested.contains($0) && !($0 == "offline_access" && client.isPublic) }
 
         // PKCE (RFC 7636): S256 only; required for public clients; checked whenever sent.
         let challenge = parameters["code_challenge"]

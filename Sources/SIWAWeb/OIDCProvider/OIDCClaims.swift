@@ -41,14 +41,27 @@ struct OIDCClaims: Codable, Equatable, Sendable {
     /// The ID token (OIDC Core §2, §3.1.3.6): `at_hash` is the left half of the access token's SHA-256.
     static func idToken(_ account: UserAccount, code: OIDCAuthorizationCode, issuer: String, accessToken: String,
                         now: Int64, lifetime: Int64) -> OIDCClaims {
-        var claims = person(account, scopes: code.scope.split(separator: " ").map(String.init))
+        idToken(account, clientID: code.clientID, scope: code.scope, authTime: code.authTime, nonce: code.nonce, issuer: issuer,
+                accessToken: accessToken, now: now, lifetime: lifetime)
+    }
+
+    /// The ID token of a refresh (OIDC Core §12.2): the same `sub` and `auth_time` as the first, no `nonce`.
+    static func idToken(_ account: UserAccount, refreshed token: OIDCRefreshToken, scope: String, issuer: String, accessToken: String,
+                        now: Int64, lifetime: Int64) -> OIDCClaims {
+        idToken(account, clientID: token.clientID, scope: scope, authTime: token.authTime, nonce: nil, issuer: issuer,
+                accessToken: accessToken, now: now, lifetime: lifetime)
+    }
+
+    private static func idToken(_ account: UserAccount, clientID: String, scope: String, authTime: Int64, nonce: String?,
+                                issuer: String, accessToken: String, now: Int64, lifetime: Int64) -> OIDCClaims {
+        var claims = person(account, scopes: scope.split(separator: " ").map(String.init))
         claims.iss = issuer
-        claims.aud = code.clientID
-        claims.azp = code.clientID
+        claims.aud = clientID
+        claims.azp = clientID
         claims.iat = now
         claims.exp = now + lifetime
-        claims.auth_time = code.authTime
-        claims.nonce = code.nonce
+        claims.auth_time = authTime
+        claims.nonce = nonce
         claims.at_hash = Base64URL.encode(SHA256.hash(Array(accessToken.utf8)).prefix(16))
         return claims
     }

@@ -9,6 +9,12 @@ public struct OIDCProviderConfiguration: Sendable {
     /// Where the clients came from, for the summary: a file path, or the demo client.
     public var clientsSource: String
     public var signingKeyPath: String
+    /// `OIDC_REFRESH_TOKEN_LIFETIME_SECONDS`: a refresh token family's absolute life from the code's exchange;
+    /// rotation never extends it.
+    public var refreshTokenLifetime: Int64
+
+    /// 30 days.
+    public static let defaultRefreshTokenLifetime: Int64 = 30 * 86_400
 
     /// Demo mode's relying party, for `scripts/oidc-sample`: a public client (PKCE, no secret).
     public enum Demo {
@@ -19,11 +25,13 @@ public struct OIDCProviderConfiguration: Sendable {
         }
     }
 
-    public init(issuer: String, clients: OIDCClientRegistry, signingKeys: OIDCSigningKeys, clientsSource: String, signingKeyPath: String) {
+    public init(issuer: String, clients: OIDCClientRegistry, signingKeys: OIDCSigningKeys, clientsSource: String, signingKeyPath: String,
+                refreshTokenLifetime: Int64 = OIDCProviderConfiguration.defaultRefreshTokenLifetime) {
         self.issuer = issuer
         self.clients = clients
         self.signingKeys = signingKeys
         self.clientsSource = clientsSource
         self.signingKeyPath = signingKeyPath
+        self.refreshTokenLifetime = refreshTokenLifetime
     }
 }

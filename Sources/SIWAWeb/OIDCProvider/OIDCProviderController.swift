@@ -51,7 +51,7 @@ struct OIDCProviderController: Sendable {
         var jwks_uri: String
         var response_types_supported = ["code"]
         var response_modes_supported = ["query"]
-        var grant_types_supported = ["authorization_code"]
+        var grant_types_supported = ["authorization_code", "refresh_token"]
         var subject_types_supported = ["public"]
         var id_token_signing_alg_values_supported = ["RS256"]
         var scopes_supported = OIDCAuthorizationRequest.supportedScopes
@@ -214,18 +214,38 @@ struct OIDCProviderController: Sendable {
             }
             throw error
         }
+        switch tokenRequest.grant {
+        case .authorizationCode(let code, _, _):
+            return try await exchange(code: code, tokenRequest, context: context)
+        case .refreshToken(let token, _):
+            return try await refresh(token, tokenRequest, context: context)
+        }
+    }
+
+    /// `grant_type=authorization_code`: the access token and ID token, and the family's first refresh token
+    /// when the code's scope holds `offline_access` (granted only to confidential clients).
+    private func exchange(code presented: String, _ tokenRequest: OIDCTokenRequest, context: AppRequestContext) async throws -> Response {
         // Ours are 43 base64url characters; anything else is not worth a database round trip.
-        guard BearerSecret.isWellFormed(tokenRequest.code) else { throw OIDCError.invalidGrant("the code is unknown") }
+        guard BearerSecret.isWellFormed(presented) else { throw OIDCError.invalidGrant("the code is unknown") }
 
         // The keys before the code is spent: a database that cannot give them must not cost the client its code.
         let keys = try await signingKeys()
         let now = dependencies.now()
         let accessToken = BearerSecret.generate()
         let accessTokenHash = BearerSecret.hash(accessToken)
-        let redemption = try await dependencies.database.oidc.redeemOIDCCode(codeHash: BearerSecret.hash(tokenRequest.code), now: now) { code, account in
+        let refreshToken = BearerSecret.generate()
+        let refreshTokenHash = BearerSecret.hash(refreshToken)
+        let familyEnd = now + provider.refreshTokenLifetime
+        let client = tokenRequest.client
+        let redemption = try await dependencies.database.oidc.exchangeOIDCCode(codeHash: BearerSecret.hash(presented), now: now) { code, account in
             guard tokenRequest.problem(with: code, now: now) == nil else { return nil }
-            return OIDCAccessToken(tokenHash: accessTokenHash, userID: account.id, clientID: code.clientID, scope: code.scope,
-                                   codeHash: code.codeHash, createdAt: now, expiresAt: now + Self.accessTokenLifetime)
+            let access = OIDCAccessToken(tokenHash: accessTokenHash, userID: account.id, clientID: code.clientID, scope: code.scope,
+                                         codeHash: code.codeHash, createdAt: now, expiresAt: now + Self.accessTokenLifetime)
+            guard Self.grantsRefreshToken(scope: code.scope, client: client) else { return OIDCTokenGrant(access: access) }
+            // The family is named by the code's hash, which its access tokens carry: a replayed code ends it too.
+            return OIDCTokenGrant(access: access, refresh: OIDCRefreshToken(
+                tokenHash: refreshTokenHash, familyID: code.codeHash, userID: account.id, clientID: code.clientID, scope: code.scope,
+                authTime: code.authTime, createdAt: now, expiresAt: familyEnd))
         }
         switch redemption {
         case .unknown:
@@ -241,18 +261,82 @@ struct OIDCProviderController: Sendable {
                                             now: now, lifetime: Self.idTokenLifetime)
             let signer = keys.signer(at: now)
             let idToken = try CompactJWS.signRS256(payload: claims, key: signer.key, kid: signer.kid, typ: "JWT")
-            context.logger.info("OIDC tokens issued", metadata: ["client": .string(code.clientID), "user": .string(account.id)])
-            var response = Response.json(TokenAnswer(access_token: accessToken, expires_in: Self.accessTokenLifetime,
-                                                     id_token: idToken, scope: code.scope))
-            response.headers[HTTPField.Name("Pragma")!] = "no-cache"
-            return response
+            let withRefresh = Self.grantsRefreshToken(scope: code.scope, client: client)
+            context.logger.info("OIDC tokens issued", metadata: ["client": .string(code.clientID), "user": .string(account.id),
+                                                                 "refresh_token": .stringConvertible(withRefresh)])
+            return Self.tokenResponse(TokenAnswer(access_token: accessToken, expires_in: Self.accessTokenLifetime,
+                                                  refresh_token: withRefresh ? refreshToken : nil, id_token: idToken, scope: code.scope))
         }
+    }
+
+    /// Whether an exchange of a code with `scope` starts a refresh token family: `offline_access` granted to a
+    /// confidential client (the authorization request drops it for public ones; checked again here).
+    static func grantsRefreshToken(scope: String, client: OIDCClient) -> Bool {
+        !client.isPublic && scope.split(separator: " ").contains("offline_access")
+    }
+
+    /// `grant_type=refresh_token` (RFC 6749 §6, OIDC Core §12): spends the token for a new access token, the
+    /// family's next refresh token and a new ID token (same `sub` and `auth_time`, no `nonce`). A spent token
+    /// presented again ends the family, its access tokens included (RFC 9700 §4.14.2).
+    private func refresh(_ presented: String, _ tokenRequest: OIDCTokenRequest, context: AppRequestContext) async throws -> Response {
+        let unknown = OIDCError.invalidGrant("the refresh token is unknown, expired or revoked")
+        guard BearerSecret.isWellFormed(presented) else { throw unknown }
+        let keys = try await signingKeys()
+        let now = dependencies.now()
+        let accessToken = BearerSecret.generate()
+        let accessTokenHash = BearerSecret.hash(accessToken)
+        let refreshToken = BearerSecret.generate()
+        let refreshTokenHash = BearerSecret.hash(refreshToken)
+        let outcome = try await dependencies.database.oidc.refreshOIDC(presentedHash: BearerSecret.hash(presented), now: now) { token, account in
+            guard tokenRequest.problem(with: token) == nil else { return nil }
+            return OIDCTokenGrant(
+                access: OIDCAccessToken(tokenHash: accessTokenHash, userID: account.id, clientID: token.clientID,
+                                        scope: Self.refreshedScope(token, tokenRequest), codeHash: token.familyID, createdAt: now,
+                                        expiresAt: min(now + Self.accessTokenLifetime, token.expiresAt)),
+                refresh: OIDCRefreshToken(tokenHash: refreshTokenHash, familyID: token.familyID, userID: account.id, clientID: token.clientID,
+                                          scope: token.scope, authTime: token.authTime, createdAt: now, expiresAt: token.expiresAt))
+        }
+        switch outcome {
+        case .invalid:
+            throw unknown
+        case .refused(let token):
+            throw tokenRequest.problem(with: token) ?? unknown
+        case .reused(let token):
+            context.logger.warning("a spent OIDC refresh token was presented again: its family ended (RFC 9700 §4.14.2)",
+                                   metadata: ["client": .string(tokenRequest.client.clientID), "owner": .string(token.clientID),
+                                              "user": .string(token.userID)])
+            throw OIDCError.invalidGrant("the refresh token has already been used; every token issued with it is revoked")
+        case .rotated(let token, let account):
+            let scope = Self.refreshedScope(token, tokenRequest)
+            let claims = OIDCClaims.idToken(account, refreshed: token, scope: scope, issuer: provider.issuer, accessToken: accessToken,
+                                            now: now, lifetime: Self.idTokenLifetime)
+            let signer = keys.signer(at: now)
+            let idToken = try CompactJWS.signRS256(payload: claims, key: signer.key, kid: signer.kid, typ: "JWT")
+            context.logger.info("OIDC tokens refreshed", metadata: ["client": .string(token.clientID), "user": .string(account.id)])
+            return Self.tokenResponse(TokenAnswer(access_token: accessToken, expires_in: min(Self.accessTokenLifetime, token.expiresAt - now),
+                                                  refresh_token: refreshToken, id_token: idToken, scope: scope))
+        }
+    }
+
+    /// The new access token's scopes: those asked for (a subset, checked before), in the granted order, or all granted.
+    static func refreshedScope(_ token: OIDCRefreshToken, _ request: OIDCTokenRequest) -> String {
+        guard case .refreshToken(_, let asked?) = request.grant else { return token.scope }
+        return token.scope.split(separator: " ").filter { asked.contains(String($0)) }.joined(separator: " ")
+    }
+
+    private static func tokenResponse(_ answer: TokenAnswer) -> Response {
+        // `Response.json` already sends `Cache-Control: no-store` (RFC 6749 §5.1).
+        var response = Response.json(answer)
+        response.headers[HTTPField.Name("Pragma")!] = "no-cache"
+        return response
     }
 
     struct TokenAnswer: Encodable {
         var access_token: String
         var token_type = "Bearer"
         var expires_in: Int64
+        /// Only when one is issued (omitted from the JSON otherwise).
+        var refresh_token: String?
         var id_token: String
         var scope: String
     }

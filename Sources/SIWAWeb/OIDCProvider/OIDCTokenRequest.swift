@@ -3,13 +3,19 @@ import Foundation
 import JOSE
 import SIWAStore
 
-/// A token request whose client is authenticated (RFC 6749 §2.3, §4.1.3): `client_secret_basic`,
+/// A token request whose client is authenticated (RFC 6749 §2.3, §4.1.3, §6): `client_secret_basic`,
 /// `client_secret_post`, or `none` for a public client (which PKCE then binds to the code).
 struct OIDCTokenRequest: Sendable {
     var client: OIDCClient
-    var code: String
-    var redirectURI: String
-    var codeVerifier: String?
+    var grant: Grant
+
+    /// What the client presents.
+    enum Grant: Sendable, Equatable {
+        /// `grant_type=authorization_code` (RFC 6749 §4.1.3).
+        case authorizationCode(code: String, redirectURI: String, codeVerifier: String?)
+        /// `grant_type=refresh_token` (RFC 6749 §6): `scope`, when sent, narrows the new access token's.
+        case refreshToken(String, scope: Set<String>?)
+    }
 
     /// How the client presented itself.
     enum Credentials: Equatable {
@@ -33,12 +39,23 @@ struct OIDCTokenRequest: Sendable {
         case .failure(let error): return .failure(error)
         }
         guard let grantType = parameters["grant_type"] else { return .failure(.invalidRequest("grant_type is missing")) }
-        guard grantType == "authorization_code" else {
-            return .failure(OIDCError(code: "unsupported_grant_type", description: "only grant_type=authorization_code is supported"))
+        switch grantType {
+        case "authorization_code":
+            guard let code = parameters["code"] else { return .failure(.invalidRequest("code is missing")) }
+            guard let redirectURI = parameters["redirect_uri"] else { return .failure(.invalidRequest("redirect_uri is missing")) }
+            return .success(OIDCTokenRequest(client: client, grant: .authorizationCode(
+                code: code, redirectURI: redirectURI, codeVerifier: parameters["code_verifier"])))
+        case "refresh_token":
+            // Only confidential clients get refresh tokens (SPEC §11): a public one has none to present.
+            guard !client.isPublic else {
+                return .failure(OIDCError(code: "unauthorized_client", description: "refresh tokens are issued only to confidential clients (with a client secret)"))
+            }
+            guard let token = parameters["refresh_token"] else { return .failure(.invalidRequest("refresh_token is missing")) }
+            let scope = parameters["scope"].map { Set($0.split(separator: " ").map(String.init)) }
+            return .success(OIDCTokenRequest(client: client, grant: .refreshToken(token, scope: scope)))
+        default:
+            return .failure(OIDCError(code: "unsupported_grant_type", description: "grant_type must be authorization_code or refresh_token"))
         }
-        guard let code = parameters["code"] else { return .failure(.invalidRequest("code is missing")) }
-        guard let redirectURI = parameters["redirect_uri"] else { return .failure(.invalidRequest("redirect_uri is missing")) }
-        return .success(OIDCTokenRequest(client: client, code: code, redirectURI: redirectURI, codeVerifier: parameters["code_verifier"]))
     }
 
     static func credentials(_ parameters: OIDCParameters, authorization: String?) -> Result<Credentials, OIDCError> {
@@ -93,8 +110,22 @@ struct OIDCTokenRequest: Sendable {
         }
     }
 
+    /// Why the refresh token cannot be used by this request, or nil. Run on the living token, inside the
+    /// refresh, before it is spent: a refusal leaves it as it was.
+    func problem(with token: OIDCRefreshToken) -> OIDCError? {
+        guard token.clientID == client.clientID else { return .invalidGrant("the refresh token was issued to another client") }
+        if case .refreshToken(_, let scope?) = grant {
+            let granted = Set(token.scope.split(separator: " ").map(String.init))
+            guard scope.isSubset(of: granted) else {
+                return OIDCError(code: "invalid_scope", description: "scope may only narrow the scopes granted with the refresh token (\(token.scope))")
+            }
+        }
+        return nil
+    }
+
     /// Why the code cannot be used by this request, or nil. Run on the consumed code, inside the redemption.
     func problem(with code: OIDCAuthorizationCode, now: Int64) -> String? {
+        guard case .authorizationCode(_, let redirectURI, let codeVerifier) = grant else { return "not an authorization code request" }
         guard code.clientID == client.clientID else { return "the code was issued to another client" }
         guard code.redirectURI.utf8.elementsEqual(redirectURI.utf8) else { return "redirect_uri differs from the authorization request's" }
         guard now < code.expiresAt else { return "the code has expired" }

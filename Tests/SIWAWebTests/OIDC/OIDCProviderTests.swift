@@ -392,7 +392,8 @@ struct OIDCProviderTests {
             let cases: [(String, HTTPFields, String, String)] = [
                 ("json body", [.contentType: "application/json", .authorization: basic], "{}", "invalid_request"),
                 ("no grant_type", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "code=x&redirect_uri=y", "invalid_request"),
-                ("refresh grant", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "grant_type=refresh_token&refresh_token=x", "unsupported_grant_type"),
+                ("refresh grant, unknown token", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "grant_type=refresh_token&refresh_token=x", "invalid_grant"),
+                ("other grant", [.contentType: "application/x-www-form-urlencoded", .authorization: basic], "grant_type=password&username=a&password=b", "unsupported_grant_type"),
                 ("unknown code", [.contentType: "application/x-www-form-urlencoded", .authorization: basic],
                  "grant_type=authorization_code&code=\(SecureRandom.token())&redirect_uri=\(PercentEncoding.encode(OIDCFixture.confidentialRedirect))", "invalid_grant"),
                 ("bad basic", [.contentType: "application/x-www-form-urlencoded", .authorization: "Basic %%%"], "grant_type=authorization_code", "invalid_client"),

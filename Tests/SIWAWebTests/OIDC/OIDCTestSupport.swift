@@ -21,6 +21,10 @@ struct OIDCFixture {
     static let confidentialRedirect = "https://rp.example.com/oidc/callback"
     /// A registered redirect URI that already has a query: the answer must keep it.
     static let queryRedirect = "https://rp.example.com/cb?tenant=a"
+    /// A second confidential client: a refresh token issued to the first is not its to spend.
+    static let otherID = "rp-other"
+    static let otherSecret = "an-other-secret-for-another-rp-42"
+    static let otherRedirect = "https://other.example.com/callback"
     static let publicID = "rp-public"
     static let publicRedirect = "https://spa.example.com/callback"
 
@@ -34,6 +38,7 @@ struct OIDCFixture {
             [
               {"client_id": "\(Self.confidentialID)", "client_secret": "\(Self.confidentialSecret)",
                "redirect_uris": ["\(Self.confidentialRedirect)", "\(Self.queryRedirect)"], "name": "Test RP"},
+              {"client_id": "\(Self.otherID)", "client_secret": "\(Self.otherSecret)", "redirect_uris": ["\(Self.otherRedirect)"]},
               {"client_id": "\(Self.publicID)", "redirect_uris": ["\(Self.publicRedirect)"], "name": "Test SPA"}
             ]
             """
@@ -115,6 +120,22 @@ extension TestApp {
             fields += [("client_id", request.clientID), ("client_secret", secret)]
         case .none:
             fields.append(("client_id", request.clientID))
+        }
+        return try await browser.client.execute(uri: "/oidc/token", method: .post, headers: headers,
+                                                body: ByteBuffer(string: FormPairs.encode(fields)))
+    }
+
+    /// `POST /oidc/token` with `grant_type=refresh_token` as the client `clientID` (HTTP Basic with `secret`;
+    /// `none` without), `scope` when given.
+    func refresh(_ browser: Browser, refreshToken: String, clientID: String = OIDCFixture.confidentialID,
+                 secret: String? = OIDCFixture.confidentialSecret, scope: String? = nil) async throws -> TestResponse {
+        var fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        if let scope { fields.append(("scope", scope)) }
+        var headers: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+        if let secret {
+            headers[.authorization] = "Basic " + Base64.encode(Array("\(clientID):\(secret)".utf8))
+        } else {
+            fields.append(("client_id", clientID))
         }
         return try await browser.client.execute(uri: "/oidc/token", method: .post, headers: headers,
                                                 body: ByteBuffer(string: FormPairs.encode(fields)))
