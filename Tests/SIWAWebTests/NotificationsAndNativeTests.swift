@@ -64,6 +64,11 @@ struct NotificationsTests {
             try await Task.sleep(for: .milliseconds(300))
             #expect(app.apple.requests(to: "/auth/revoke").isEmpty)
             #expect(try await app.database.outbox.revocationCounts().pending == 0)
+            // each person's one web session, ended by Apple: counted as revoked (SPEC §13's metrics)
+            var scraped: [UInt8] = []
+            app.dependencies.metrics.registry.emit(into: &scraped)
+            let ended = String(decoding: scraped, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("siwa_sessions_ended_total") }
+            #expect(ended == ["siwa_sessions_ended_total{reason=\"revoked\"} 3"])
         }
     }
 

@@ -146,8 +146,23 @@ extension SIWADependencies {
                 }
             }
         }
+        let ending = await sessionsAbout(toEnd: account.id)
         let deleted = try await database.accounts.deleteAccount(userID: account.id, revocations: revocations, droppingUnreadable: droppingUnreadable)
+        if deleted != nil { metrics.sessionsEnded(.revoked, count: ending) }
         if revoke && deleted != nil { revocationSignal.notify() }
         return deleted
+    }
+
+    /// How many sessions (web, app) `userID` has, read just before a deletion or a revoked consent ends them
+    /// all, for `siwa_sessions_ended_total{reason="revoked"}`; 0 when it cannot be read (a metric never fails
+    /// the change it counts).
+    func sessionsAbout(toEnd userID: String) async -> Int {
+        (try? await database.sessions.personSessions(userID: userID, now: now()).count) ?? 0
+    }
+
+    /// ``sessionsAbout(toEnd:)`` for the person Apple's notification names by `sub`.
+    func sessionsAbout(sub: String) async -> Int {
+        guard let account = try? await database.accounts.user(sub: sub) else { return 0 }
+        return await sessionsAbout(toEnd: account.id)
     }
 }

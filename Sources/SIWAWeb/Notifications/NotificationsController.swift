@@ -48,11 +48,17 @@ struct NotificationsController: Sendable {
         case .emailDisabled, .emailEnabled:
             _ = try await database.accounts.setEmailDisabled(sub: notification.sub, disabled: notification.type == .emailDisabled, now: now)
         case .consentRevoked:
-            _ = try await database.apple.revokeConsent(sub: notification.sub)
+            let ending = await dependencies.sessionsAbout(sub: notification.sub)
+            if try await database.apple.revokeConsent(sub: notification.sub) {
+                dependencies.metrics.sessionsEnded(.revoked, count: ending)
+            }
             try await database.oidc.endOIDCGrants(sub: notification.sub)
         case .accountDelete:
             // Apple already knows: no revoke call.
-            _ = try await database.accounts.deleteAccount(sub: notification.sub, revocations: nil)
+            let ending = await dependencies.sessionsAbout(sub: notification.sub)
+            if try await database.accounts.deleteAccount(sub: notification.sub, revocations: nil) != nil {
+                dependencies.metrics.sessionsEnded(.revoked, count: ending)
+            }
         }
         _ = try await database.apple.recordNotification(jti: notification.replayKey, eventType: notification.type.rawValue,
                                                   sub: notification.sub, now: now)

@@ -270,7 +270,10 @@ public struct ConsentCheckService: Service, CustomStringConvertible {
             }
             if let transient { return .transient(transient) }
             // Matched by sub, like the notification; a concurrent transfer or deletion makes it a no-op.
-            _ = try await dependencies.database.apple.revokeConsent(sub: account.appleSub)
+            let ending = await dependencies.sessionsAbout(toEnd: account.id)
+            if try await dependencies.database.apple.revokeConsent(sub: account.appleSub) {
+                dependencies.metrics.sessionsEnded(.revoked, count: ending)
+            }
             try await dependencies.database.oidc.endOIDCGrants(sub: account.appleSub)
         } catch {
             return .transient("database: \(error)")
