@@ -84,6 +84,26 @@ struct OIDCRepositoryTests {
         }
     }
 
+    @Test("signing out everywhere ends the person's OpenID refresh tokens with their access tokens (counted once per family); another person's live",
+          arguments: Backend.allCases)
+    func signOutEverywhereEndsRefreshTokens(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            // setup: one family rotated once (two access tokens), and another person's family
+            let (account, _) = try await oidcFamily(test.db, sub: "oidc.everywhere", refreshHash: "rt-e1")
+            #expect(try await oidcRefresh(test.db, "rt-e1", next: "rt-e2", access: "at-e2", now: 2_000).kind == "rotated")
+            let (other, _) = try await oidcFamily(test.db, sub: "oidc.everywhere.other", refreshHash: "rt-o1")
+            // MUT
+            let ended = try await test.db.sessions.signOutEverywhere(userID: account.id)
+            // validate
+            #expect(ended?.oidcAccessTokens == 3, "two access tokens and one family")
+            #expect(try await test.db.oidc.countOIDCRefreshTokens(userID: account.id) == 0)
+            #expect(try await test.db.oidc.countOIDCAccessTokens(userID: account.id) == 0)
+            #expect(try await oidcRefresh(test.db, "rt-e2", next: "x", access: "y", now: 2_100) == .invalid)
+            #expect(try await test.db.oidc.countOIDCRefreshTokens(userID: other.id) == 1)
+            #expect(try await oidcRefresh(test.db, "rt-o1", next: "rt-o2", access: "at-o2", now: 2_100).kind == "rotated")
+        }
+    }
+
     @Test("a code stored twice is a conflict", arguments: Backend.allCases)
     func duplicateCodeIsAConflict(_ backend: Backend) async throws {
         try await withDatabase(backend) { test in

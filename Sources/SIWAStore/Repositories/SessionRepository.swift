@@ -77,7 +77,7 @@ extension SessionRepository {
     }
 
     /// Signs the person out everywhere, in one transaction: web sessions, app bearer sessions, OpenID access
-    /// tokens, and OpenID codes not yet exchanged. Consumed codes stay (until swept) so that a replay is still
+    /// and refresh tokens, and OpenID codes not yet exchanged. Consumed codes stay (until swept) so that a replay is still
     /// recognised. The account and its Apple tokens stay. Nil when there is no such account.
     public func signOutEverywhere(userID: String) async throws -> SignedOutEverywhere? {
         let lock = dialect.forUpdate
@@ -100,6 +100,10 @@ extension SessionRepository {
             ended.oidcAccessTokens = try await sql.raw(
                 "DELETE FROM oidc_access_tokens WHERE user_id = \(bind: userID) RETURNING token_hash"
             ).all().count
+            // OpenID refresh tokens end with them (SPEC §11), counted once per family (its living token).
+            ended.oidcAccessTokens += try await sql.raw(
+                "DELETE FROM oidc_refresh_tokens WHERE user_id = \(bind: userID) RETURNING spent_at"
+            ).all().filter { try $0.decode(column: "spent_at", as: Int64?.self) == nil }.count
             ended.oidcCodes = try await sql.raw(
                 "DELETE FROM oidc_codes WHERE user_id = \(bind: userID) AND consumed_at IS NULL RETURNING code_hash"
             ).all().count
@@ -136,6 +140,7 @@ struct SessionAndUser: Sendable {
 public struct SignedOutEverywhere: Sendable, Equatable {
     public var webSessions = 0
     public var appSessions = 0
+    /// OpenID access tokens, and refresh token families (one per family).
     public var oidcAccessTokens = 0
     /// Codes issued but not yet exchanged (each could still become an access token).
     public var oidcCodes = 0
