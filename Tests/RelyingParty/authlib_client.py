@@ -10,12 +10,13 @@ emulator's admin API standing in for a click on the consent sheet.
 
     Tests/run-python-suite authlib --issuer http://localhost:8080 --emulator http://127.0.0.1:8081 \
         --client-id siwa-demo-rp --redirect-uri http://localhost:8090/callback \
-        [--client-secret S] [--journey signed-in-first|no-session|auto] [--negative] [--person p1]
+        [--client-secret S] [--journey signed-in-first|no-session|auto] [--negative] [--refresh] [--person p1]
 
 Journeys: `signed-in-first` signs in at siwa, then runs the OIDC flow; `no-session` starts at the
 authorization endpoint without a session, goes through the Apple sign-in and must come back to the
 client (SPEC §10's `rd`); `auto` (scripts/oidc-sample) is `no-session`, re-asking once signed in when
-the sign-in ends on the account page instead. `--negative` asserts each refusal. Exits 0 when every
+the sign-in ends on the account page instead. `--negative` asserts each refusal; `--refresh` asks for
+`offline_access` and checks refresh token rotation and reuse detection. Exits 0 when every
 step passed; prints one line per step and the claims received.
 """
 import argparse
@@ -264,6 +265,53 @@ def negative_cases(args, metadata, person, first):
                        "expired code")
 
 
+def refresh_cases(args, metadata, person):
+    """Refresh tokens (SPEC §11): a confidential client asking for offline_access gets one, refreshes with
+    Authlib's own `refresh_token`, gets a rotated one; presenting the old one again is invalid_grant and ends
+    the family (the newest refresh token refused too, the access token refused at UserInfo). A public client
+    asking for offline_access gets none."""
+    session = OAuth2Session(args.client_id, args.client_secret, scope="openid email profile offline_access",
+                            redirect_uri=args.redirect_uri, code_challenge_method="S256",
+                            token_endpoint_auth_method="none" if args.client_secret is None else "client_secret_basic")
+    url, state, nonce, verifier = start(args, metadata, session)
+    back = person.authorize(url)
+    token = session.fetch_token(metadata["token_endpoint"], authorization_response=back, state=state, code_verifier=verifier)
+    claims = verify_id_token(args, metadata, token["id_token"], nonce, token["access_token"])
+    if args.client_secret is None:
+        check("refresh_token" not in token, "a public client got a refresh token")
+        check("offline_access" not in token.get("scope", ""), f"a public client was granted offline_access ({token.get('scope')})")
+        ok("public client asking for offline_access: no refresh token, offline_access not granted (not an error)")
+        return
+    check("refresh_token" in token, f"no refresh token for offline_access (scope {token.get('scope')})")
+    check("refresh_token" in metadata.get("grant_types_supported", []), "discovery does not list the refresh_token grant")
+    check("offline_access" in metadata.get("scopes_supported", []), "discovery does not list offline_access")
+    first_refresh, first_access = token["refresh_token"], token["access_token"]
+    ok("offline_access: a refresh token beside the access token and ID token")
+
+    # Authlib's own refresh (it sends the session's scope and the client's credentials again).
+    refreshed = session.refresh_token(metadata["token_endpoint"], refresh_token=first_refresh)
+    check(refreshed["refresh_token"] != first_refresh, "the refresh token was not rotated")
+    check(refreshed["access_token"] != first_access, "the same access token came back")
+    again = verify_id_token(args, metadata, refreshed["id_token"], None, refreshed["access_token"])
+    check(again["sub"] == claims["sub"] and again["auth_time"] == claims["auth_time"], "the refreshed ID token names another sub or auth_time")
+    check("nonce" not in again, "the refreshed ID token carries a nonce")
+    userinfo = session.get(metadata["userinfo_endpoint"], timeout=TIMEOUT)
+    check(userinfo.status_code == 200 and userinfo.json()["sub"] == claims["sub"], f"UserInfo with the new access token answered {userinfo.status_code}")
+    ok("client.refresh_token: a rotated refresh token, a new access token (UserInfo 200), an ID token with the same sub and auth_time, no nonce")
+
+    # The rotated-away token again, as another copy of the client would send it: the family ends.
+    def other_copy():
+        return OAuth2Session(args.client_id, args.client_secret, token_endpoint_auth_method="client_secret_basic")
+    expect_oauth_error("invalid_grant", lambda: other_copy().fetch_token(
+        metadata["token_endpoint"], grant_type="refresh_token", refresh_token=first_refresh), "refresh token reused")
+    expect_oauth_error("invalid_grant", lambda: other_copy().refresh_token(
+        metadata["token_endpoint"], refresh_token=refreshed["refresh_token"]), "…the newest refresh token of the family")
+    for label, access in (("newest", refreshed["access_token"]), ("first", first_access)):
+        refused = requests.get(metadata["userinfo_endpoint"], headers={"Authorization": f"Bearer {access}"}, timeout=TIMEOUT)
+        check(refused.status_code == 401, f"the family's {label} access token still works after the reuse ({refused.status_code})")
+    ok("…and the family's access tokens are refused (UserInfo 401)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--issuer", default="http://localhost:8080")
@@ -274,6 +322,7 @@ def main():
     parser.add_argument("--person", default="p1")
     parser.add_argument("--journey", choices=["signed-in-first", "no-session", "auto"], default="auto")
     parser.add_argument("--negative", action="store_true")
+    parser.add_argument("--refresh", action="store_true", help="refresh tokens: offline_access, rotation, reuse")
     args = parser.parse_args()
     args.issuer = args.issuer.rstrip("/")
     args.emulator = args.emulator.rstrip("/")
@@ -283,6 +332,8 @@ def main():
         if args.journey == "signed-in-first":
             person.sign_in()
         first = sign_in_flow(args, metadata, person)
+        if args.refresh:
+            refresh_cases(args, metadata, person)
         if args.negative:
             negative_cases(args, metadata, person, first)
         _, _, claims, info, _, _, _ = first

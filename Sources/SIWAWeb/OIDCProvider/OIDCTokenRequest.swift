@@ -114,9 +114,12 @@ struct OIDCTokenRequest: Sendable {
     /// refresh, before it is spent: a refusal leaves it as it was.
     func problem(with token: OIDCRefreshToken) -> OIDCError? {
         guard token.clientID == client.clientID else { return .invalidGrant("the refresh token was issued to another client") }
+        // Scopes siwa does not know are ignored, as at the authorization endpoint (clients such as Authlib
+        // send their whole configured scope again); a known one that was not granted is refused.
         if case .refreshToken(_, let scope?) = grant {
             let granted = Set(token.scope.split(separator: " ").map(String.init))
-            guard scope.isSubset(of: granted) else {
+            let known = scope.intersection(OIDCAuthorizationRequest.supportedScopes)
+            guard !known.isEmpty, known.isSubset(of: granted) else {
                 return OIDCError(code: "invalid_scope", description: "scope may only narrow the scopes granted with the refresh token (\(token.scope))")
             }
         }
