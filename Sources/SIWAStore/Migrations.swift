@@ -197,6 +197,8 @@ package let migrations: [Migration] = [
     appSessionsMigration,
     // The OpenID provider's refresh tokens (OIDCRepository+RefreshTokens.swift).
     oidcRefreshTokensMigration,
+    // The siwa session each OpenID code and refresh token was issued in: the ID token's `sid` (OIDCRepository.swift).
+    oidcSessionIDsMigration,
 ]
 
 extension SIWADatabase {

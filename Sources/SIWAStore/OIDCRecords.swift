@@ -17,9 +17,13 @@ public struct OIDCAuthorizationCode: Sendable, Equatable {
     public var createdAt: Int64
     public var expiresAt: Int64
     public var consumedAt: Int64?
+    /// The ID token's `sid`: names the siwa web session the code was issued in (opaque, never its token's
+    /// hash); nil for codes stored before sessions were named.
+    public var sid: String?
 
     public init(codeHash: String, clientID: String, redirectURI: String, userID: String, scope: String, nonce: String?,
-                codeChallenge: String?, authTime: Int64, createdAt: Int64, expiresAt: Int64, consumedAt: Int64? = nil) {
+                codeChallenge: String?, authTime: Int64, createdAt: Int64, expiresAt: Int64, consumedAt: Int64? = nil,
+                sid: String? = nil) {
         self.codeHash = codeHash
         self.clientID = clientID
         self.redirectURI = redirectURI
@@ -31,6 +35,7 @@ public struct OIDCAuthorizationCode: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.consumedAt = consumedAt
+        self.sid = sid
     }
 }
 
@@ -88,9 +93,11 @@ public struct OIDCRefreshToken: Sendable, Equatable {
     public var expiresAt: Int64
     /// When a refresh spent it; a spent token presented again ends its family.
     public var spentAt: Int64?
+    /// The code's `sid`, kept through the family so that refreshed ID tokens name the same siwa session.
+    public var sid: String?
 
     public init(tokenHash: String, familyID: String, userID: String, clientID: String, scope: String, authTime: Int64,
-                createdAt: Int64, expiresAt: Int64, spentAt: Int64? = nil) {
+                createdAt: Int64, expiresAt: Int64, spentAt: Int64? = nil, sid: String? = nil) {
         self.tokenHash = tokenHash
         self.familyID = familyID
         self.userID = userID
@@ -100,6 +107,7 @@ public struct OIDCRefreshToken: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.spentAt = spentAt
+        self.sid = sid
     }
 }
 

@@ -26,7 +26,7 @@ let oidcRefreshTokensMigration = Migration(version: 14, name: "openid provider r
 
 extension Columns {
     static let oidcRefreshToken = [
-        "token_hash", "family_id", "user_id", "client_id", "scope", "auth_time", "created_at", "expires_at", "spent_at",
+        "token_hash", "family_id", "user_id", "client_id", "scope", "auth_time", "created_at", "expires_at", "spent_at", "sid",
     ]
 }
 
@@ -41,7 +41,8 @@ extension SQLRow {
             authTime: try decode(column: "auth_time", as: Int64.self),
             createdAt: try decode(column: "created_at", as: Int64.self),
             expiresAt: try decode(column: "expires_at", as: Int64.self),
-            spentAt: try decode(column: "spent_at", as: Int64?.self))
+            spentAt: try decode(column: "spent_at", as: Int64?.self),
+            sid: try decode(column: "sid", as: String?.self))
     }
 }
 
@@ -137,10 +138,10 @@ extension OIDCRepository {
     static func insertOIDCRefreshToken(_ sql: any SQLDatabase, _ token: OIDCRefreshToken) async throws {
         try await sql.raw("""
             INSERT INTO oidc_refresh_tokens (token_hash, family_id, user_id, client_id, scope, auth_time, created_at,
-                                             expires_at, spent_at)
+                                             expires_at, spent_at, sid)
             VALUES (\(bind: token.tokenHash), \(bind: token.familyID), \(bind: token.userID), \(bind: token.clientID),
                     \(bind: token.scope), \(bind: token.authTime), \(bind: token.createdAt), \(bind: token.expiresAt),
-                    \(bind: token.spentAt))
+                    \(bind: token.spentAt), \(bind: token.sid))
             """).run()
     }
 }

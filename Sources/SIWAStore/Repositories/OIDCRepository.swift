@@ -41,10 +41,18 @@ let oidcProviderMigration = Migration(version: 5, name: "openid provider codes a
     "CREATE INDEX oidc_access_tokens_expires_idx ON oidc_access_tokens (expires_at)",
 ])
 
+/// The siwa web session a code was issued in, as the ID token's `sid` names it (OpenID Back-Channel Logout
+/// 1.0 §2.1, RP-Initiated Logout 1.0): on the code, and on the refresh tokens of its family so that a
+/// refreshed ID token names the same session. NULL for rows written before.
+let oidcSessionIDsMigration = Migration(version: 15, name: "openid provider session ids (sid)", statements: [
+    "ALTER TABLE oidc_codes ADD COLUMN sid TEXT NULL",
+    "ALTER TABLE oidc_refresh_tokens ADD COLUMN sid TEXT NULL",
+])
+
 extension Columns {
     static let oidcCode = [
         "code_hash", "client_id", "redirect_uri", "user_id", "scope", "nonce", "code_challenge", "auth_time",
-        "created_at", "expires_at", "consumed_at",
+        "created_at", "expires_at", "consumed_at", "sid",
     ]
     static let oidcAccessToken = ["token_hash", "user_id", "client_id", "scope", "code_hash", "created_at", "expires_at"]
 }
@@ -62,7 +70,8 @@ extension SQLRow {
             authTime: try decode(column: "auth_time", as: Int64.self),
             createdAt: try decode(column: "created_at", as: Int64.self),
             expiresAt: try decode(column: "expires_at", as: Int64.self),
-            consumedAt: try decode(column: "consumed_at", as: Int64?.self)
+            consumedAt: try decode(column: "consumed_at", as: Int64?.self),
+            sid: try decode(column: "sid", as: String?.self)
         )
     }
 
@@ -89,10 +98,10 @@ extension OIDCRepository {
         try await write { sql in
             try await sql.raw("""
                 INSERT INTO oidc_codes (code_hash, client_id, redirect_uri, user_id, scope, nonce, code_challenge,
-                                        auth_time, created_at, expires_at, consumed_at)
+                                        auth_time, created_at, expires_at, consumed_at, sid)
                 VALUES (\(bind: c.codeHash), \(bind: c.clientID), \(bind: c.redirectURI), \(bind: c.userID),
                         \(bind: c.scope), \(bind: c.nonce), \(bind: c.codeChallenge), \(bind: c.authTime),
-                        \(bind: c.createdAt), \(bind: c.expiresAt), \(bind: c.consumedAt))
+                        \(bind: c.createdAt), \(bind: c.expiresAt), \(bind: c.consumedAt), \(bind: c.sid))
                 """).run()
         }
     }

@@ -20,7 +20,9 @@ enum AccountSessions {
         }
     }
 
-    private static func digest(_ text: String) -> String {
+    /// An opaque name for a session's key under a label of its own: 32 hex digits (128 bits) of SHA-256 over
+    /// the label and the key. Also the OpenID provider's `sid` (``OIDCProviderController/sid(for:)``).
+    static func digest(_ text: String) -> String {
         String(SHA256.hexDigest(Array(text.utf8)).prefix(32))
     }
 

@@ -20,6 +20,9 @@ struct OIDCClaims: Codable, Equatable, Sendable {
     var name: String?
     var given_name: String?
     var family_name: String?
+    /// The siwa web session the person signed in with (OpenID Back-Channel Logout 1.0 §2.1): opaque, the same
+    /// for every ID token of that session, another for another session.
+    var sid: String?
 
     /// `sub` and what `scopes` allow: `email`, `email_verified`, `is_private_email` (email); `name`,
     /// `given_name`, `family_name` from the stored name (profile) — every time, though Apple sent it once.
@@ -41,19 +44,19 @@ struct OIDCClaims: Codable, Equatable, Sendable {
     /// The ID token (OIDC Core §2, §3.1.3.6): `at_hash` is the left half of the access token's SHA-256.
     static func idToken(_ account: UserAccount, code: OIDCAuthorizationCode, issuer: String, accessToken: String,
                         now: Int64, lifetime: Int64) -> OIDCClaims {
-        idToken(account, clientID: code.clientID, scope: code.scope, authTime: code.authTime, nonce: code.nonce, issuer: issuer,
-                accessToken: accessToken, now: now, lifetime: lifetime)
+        idToken(account, clientID: code.clientID, scope: code.scope, authTime: code.authTime, nonce: code.nonce, sid: code.sid,
+                issuer: issuer, accessToken: accessToken, now: now, lifetime: lifetime)
     }
 
-    /// The ID token of a refresh (OIDC Core §12.2): the same `sub` and `auth_time` as the first, no `nonce`.
+    /// The ID token of a refresh (OIDC Core §12.2): the same `sub`, `auth_time` and `sid` as the first, no `nonce`.
     static func idToken(_ account: UserAccount, refreshed token: OIDCRefreshToken, scope: String, issuer: String, accessToken: String,
                         now: Int64, lifetime: Int64) -> OIDCClaims {
-        idToken(account, clientID: token.clientID, scope: scope, authTime: token.authTime, nonce: nil, issuer: issuer,
-                accessToken: accessToken, now: now, lifetime: lifetime)
+        idToken(account, clientID: token.clientID, scope: scope, authTime: token.authTime, nonce: nil, sid: token.sid,
+                issuer: issuer, accessToken: accessToken, now: now, lifetime: lifetime)
     }
 
     private static func idToken(_ account: UserAccount, clientID: String, scope: String, authTime: Int64, nonce: String?,
-                                issuer: String, accessToken: String, now: Int64, lifetime: Int64) -> OIDCClaims {
+                                sid: String?, issuer: String, accessToken: String, now: Int64, lifetime: Int64) -> OIDCClaims {
         var claims = person(account, scopes: scope.split(separator: " ").map(String.init))
         claims.iss = issuer
         claims.aud = clientID
@@ -62,6 +65,7 @@ struct OIDCClaims: Codable, Equatable, Sendable {
         claims.exp = now + lifetime
         claims.auth_time = authTime
         claims.nonce = nonce
+        claims.sid = sid
         claims.at_hash = Base64URL.encode(SHA256.hash(Array(accessToken.utf8)).prefix(16))
         return claims
     }

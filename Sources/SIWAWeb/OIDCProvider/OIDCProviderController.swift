@@ -59,7 +59,7 @@ struct OIDCProviderController: Sendable {
         var code_challenge_methods_supported = ["S256"]
         var prompt_values_supported = ["none", "login", "consent", "select_account"]
         var claims_supported = ["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "azp", "at_hash", "email",
-                                "email_verified", "is_private_email", "name", "given_name", "family_name"]
+                                "email_verified", "is_private_email", "name", "given_name", "family_name", "sid"]
         var claims_parameter_supported = false
         var request_parameter_supported = false
         // Its default is true (OIDC Discovery §3): say it is not.
@@ -150,7 +150,7 @@ struct OIDCProviderController: Sendable {
             codeHash: BearerSecret.hash(code), clientID: validated.client.clientID, redirectURI: validated.redirectURI,
             userID: session.account.id, scope: validated.scopes.joined(separator: " "), nonce: validated.nonce,
             codeChallenge: validated.codeChallenge, authTime: session.record.createdAt, createdAt: now,
-            expiresAt: now + Self.codeLifetime))
+            expiresAt: now + Self.codeLifetime, sid: Self.sid(for: session.tokenHash)))
         context.logger.info("OIDC code issued", metadata: ["client": .string(validated.client.clientID), "user": .string(session.account.id)])
         var answer = [("code", code)]
         if let state = validated.state { answer.append(("state", state)) }
@@ -169,7 +169,14 @@ struct OIDCProviderController: Sendable {
 
     /// Names a session without revealing anything of its token (a hash of its token's hash, cut short).
     static func reauthenticationMarker(for session: SignedInSession) -> String {
-        String(SHA256.hexDigest(Array(("siwa-reauthentication:" + session.record.tokenHash).utf8)).prefix(16))
+        String(AccountSessions.digest("siwa-reauthentication:" + session.record.tokenHash).prefix(16))
+    }
+
+    /// The ID token's `sid` for the web session whose token hashes to `tokenHash`: one per session, opaque (a
+    /// hash of the hash under its own label, so it matches neither the account page's row id nor the CSRF
+    /// token, and a relying party learns nothing of the cookie from it).
+    static func sid(for tokenHash: String) -> String {
+        AccountSessions.digest("siwa-sid:" + tokenHash)
     }
 
     /// The error page for a request that cannot be answered by redirect (RFC 6749 §4.1.2.1).
@@ -245,7 +252,7 @@ struct OIDCProviderController: Sendable {
             // The family is named by the code's hash, which its access tokens carry: a replayed code ends it too.
             return OIDCTokenGrant(access: access, refresh: OIDCRefreshToken(
                 tokenHash: refreshTokenHash, familyID: code.codeHash, userID: account.id, clientID: code.clientID, scope: code.scope,
-                authTime: code.authTime, createdAt: now, expiresAt: familyEnd))
+                authTime: code.authTime, createdAt: now, expiresAt: familyEnd, sid: code.sid))
         }
         switch redemption {
         case .unknown:
@@ -294,7 +301,8 @@ struct OIDCProviderController: Sendable {
                                         scope: Self.refreshedScope(token, tokenRequest), codeHash: token.familyID, createdAt: now,
                                         expiresAt: min(now + Self.accessTokenLifetime, token.expiresAt)),
                 refresh: OIDCRefreshToken(tokenHash: refreshTokenHash, familyID: token.familyID, userID: account.id, clientID: token.clientID,
-                                          scope: token.scope, authTime: token.authTime, createdAt: now, expiresAt: token.expiresAt))
+                                          scope: token.scope, authTime: token.authTime, createdAt: now, expiresAt: token.expiresAt,
+                                          sid: token.sid))
         }
         switch outcome {
         case .invalid:
