@@ -9,19 +9,31 @@ public struct OIDCClient: Sendable, Equatable {
     public var redirectURIs: [String]
     /// Shown to people and in logs.
     public var name: String
+    /// Where the `end_session_endpoint` may send the person after signing out (RP-Initiated Logout 1.0 §3):
+    /// compared byte for byte with the request's `post_logout_redirect_uri`, like ``redirectURIs``.
+    public var postLogoutRedirectURIs: [String]
+    /// `backchannel_logout_uri` and `backchannel_logout_session_required` (Back-Channel Logout 1.0 §2.2):
+    /// accepted in the clients file so it can be written once; no logout token is sent yet.
+    public var backchannelLogoutURI: String?
+    public var backchannelLogoutSessionRequired: Bool
 
-    public init(clientID: String, clientSecret: String?, redirectURIs: [String], name: String) {
+    public init(clientID: String, clientSecret: String?, redirectURIs: [String], name: String, postLogoutRedirectURIs: [String] = [],
+                backchannelLogoutURI: String? = nil, backchannelLogoutSessionRequired: Bool = false) {
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.redirectURIs = redirectURIs
         self.name = name
+        self.postLogoutRedirectURIs = postLogoutRedirectURIs
+        self.backchannelLogoutURI = backchannelLogoutURI
+        self.backchannelLogoutSessionRequired = backchannelLogoutSessionRequired
     }
 
     public var isPublic: Bool { clientSecret == nil }
 }
 
 /// The registered clients, read once at start-up from a JSON array:
-/// `[{"client_id": "grafana", "client_secret": "…", "redirect_uris": ["https://…"], "name": "Grafana"}]`.
+/// `[{"client_id": "grafana", "client_secret": "…", "redirect_uris": ["https://…"], "name": "Grafana",
+/// "post_logout_redirect_uris": ["https://…"]}]`.
 /// Anything wrong in the file is one line naming the client and the field.
 public struct OIDCClientRegistry: Sendable, Equatable {
     public let clients: [OIDCClient]
@@ -30,7 +42,10 @@ public struct OIDCClientRegistry: Sendable, Equatable {
 
     public func client(_ id: String) -> OIDCClient? { clients.first { $0.clientID == id } }
 
-    static let allowedKeys: Set<String> = ["client_id", "client_secret", "redirect_uris", "name"]
+    static let allowedKeys: Set<String> = [
+        "client_id", "client_secret", "redirect_uris", "name", "post_logout_redirect_uris", "backchannel_logout_uri",
+        "backchannel_logout_session_required",
+    ]
     /// A confidential client's secret is its only credential: a short one can be guessed.
     static let minimumSecretLength = 16
 
@@ -52,7 +67,7 @@ public struct OIDCClientRegistry: Sendable, Equatable {
             }
             let label = "client \"\(clientID)\""
             if let unknown = object.keys.filter({ !allowedKeys.contains($0) }).sorted().first {
-                throw fail("\(label) has an unknown field \"\(unknown)\" (allowed: client_id, client_secret, redirect_uris, name)")
+                throw fail("\(label) has an unknown field \"\(unknown)\" (allowed: \(allowedKeys.sorted().joined(separator: ", ")))")
             }
             guard !clients.contains(where: { $0.clientID == clientID }) else { throw fail("\(label) is listed twice") }
             var secret: String?
@@ -78,7 +93,33 @@ public struct OIDCClientRegistry: Sendable, Equatable {
                 guard let value = raw as? String else { throw fail("\(label) has a \"name\" that is not a string") }
                 if !value.isEmpty { name = value }
             }
-            clients.append(OIDCClient(clientID: clientID, clientSecret: secret, redirectURIs: redirectURIs, name: name))
+            var postLogoutRedirectURIs: [String] = []
+            if let raw = object["post_logout_redirect_uris"], !(raw is NSNull) {
+                guard let uris = raw as? [Any] else {
+                    throw fail("\(label) has \"post_logout_redirect_uris\" that is not an array of absolute URLs")
+                }
+                for uri in uris {
+                    guard let value = uri as? String else { throw fail("\(label) has a post-logout redirect URI that is not a string") }
+                    if let problem = Self.redirectURIProblem(value) { throw fail("\(label) has a post-logout redirect URI \(problem): \(value)") }
+                    postLogoutRedirectURIs.append(value)
+                }
+            }
+            var backchannelURI: String?
+            if let raw = object["backchannel_logout_uri"], !(raw is NSNull) {
+                guard let value = raw as? String else { throw fail("\(label) has a \"backchannel_logout_uri\" that is not a string") }
+                if let problem = Self.redirectURIProblem(value) { throw fail("\(label) has a back-channel logout URI \(problem): \(value)") }
+                backchannelURI = value
+            }
+            var sessionRequired = false
+            if let raw = object["backchannel_logout_session_required"], !(raw is NSNull) {
+                guard let value = raw as? Bool else {
+                    throw fail("\(label) has a \"backchannel_logout_session_required\" that is not true or false")
+                }
+                sessionRequired = value
+            }
+            clients.append(OIDCClient(clientID: clientID, clientSecret: secret, redirectURIs: redirectURIs, name: name,
+                                      postLogoutRedirectURIs: postLogoutRedirectURIs, backchannelLogoutURI: backchannelURI,
+                                      backchannelLogoutSessionRequired: sessionRequired))
         }
         return OIDCClientRegistry(clients: clients)
     }

@@ -26,6 +26,7 @@ struct OIDCProviderController: Sendable {
         static let token = "/oidc/token"
         static let userInfo = "/oidc/userinfo"
         static let jwks = "/oidc/jwks"
+        static let endSession = "/oidc/logout"
     }
 
     var endpoints: RouteCollection<AppRequestContext> {
@@ -39,6 +40,9 @@ struct OIDCProviderController: Sendable {
             .limited(by: dependencies.rateLimit)
             .get(RouterPath(Path.authorize), use: authorize)
             .post(RouterPath(Path.authorize), use: authorize)
+            // Each checks a signature and may end a session: limited as well.
+            .get(RouterPath(Path.endSession), use: logout)
+            .post(RouterPath(Path.endSession), use: logout)
     }
 
     // MARK: Discovery and keys
@@ -49,6 +53,8 @@ struct OIDCProviderController: Sendable {
         var token_endpoint: String
         var userinfo_endpoint: String
         var jwks_uri: String
+        /// RP-Initiated Logout 1.0 (OIDCProviderController+Logout.swift).
+        var end_session_endpoint: String
         var response_types_supported = ["code"]
         var response_modes_supported = ["query"]
         var grant_types_supported = ["authorization_code", "refresh_token"]
@@ -70,7 +76,7 @@ struct OIDCProviderController: Sendable {
         let issuer = provider.issuer
         return Self.publicJSON(Discovery(
             issuer: issuer, authorization_endpoint: issuer + Path.authorize, token_endpoint: issuer + Path.token,
-            userinfo_endpoint: issuer + Path.userInfo, jwks_uri: issuer + Path.jwks))
+            userinfo_endpoint: issuer + Path.userInfo, jwks_uri: issuer + Path.jwks, end_session_endpoint: issuer + Path.endSession))
     }
 
     func jwks(_ request: Request, context: AppRequestContext) async throws -> Response {
@@ -79,7 +85,7 @@ struct OIDCProviderController: Sendable {
 
     /// The signing keys as the database has them (read again every few seconds: a rotation reaches every
     /// instance without a restart); the configured key alone when the ring is missing.
-    private func signingKeys() async throws -> OIDCKeySet {
+    func signingKeys() async throws -> OIDCKeySet {
         guard let ring = dependencies.oidcKeys else { return OIDCKeySet(keys: [], configured: provider.signingKeys) }
         return try await ring.keySet()
     }
@@ -95,18 +101,7 @@ struct OIDCProviderController: Sendable {
     // MARK: Authorization endpoint
 
     func authorize(_ request: Request, context: AppRequestContext) async throws -> Response {
-        let pairs: [(String, String)]?
-        if request.method == .post {
-            let contentType = request.headers[.contentType]?.lowercased() ?? ""
-            guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
-                throw Self.unusable("The sign-in request was not sent as a form.")
-            }
-            var request = request
-            pairs = PercentEncoding.formPairs(String(buffer: try await request.collectBody(upTo: FormBody.limit)))
-        } else {
-            pairs = PercentEncoding.formPairs(request.uri.query ?? "")
-        }
-        guard let pairs else { throw Self.unusable("The sign-in request could not be read (malformed percent-encoding).") }
+        let pairs = try await Self.formOrQuery(request, unreadable: Self.unusable)
 
         let validated: OIDCAuthorizationRequest
         switch OIDCAuthorizationRequest.validate(OIDCParameters(pairs), clients: provider.clients) {

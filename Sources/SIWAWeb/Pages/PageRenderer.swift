@@ -5,6 +5,8 @@ import PageTemplates
 /// The kinds of page, carried on `<body data-page="…">` (SPEC §3).
 public enum PageKind: String, Sendable {
     case signin, account, recovery, profile, error, deleted
+    /// The OpenID provider's "Sign out of this site?" (RP-Initiated Logout without a valid hint).
+    case logoutConfirm = "logout-confirm"
 }
 
 /// Renders the Mustache templates in `templates/`, parsed once at start-up.
@@ -21,7 +23,7 @@ public struct PageRenderer: Sendable {
             throw ConfigurationError("templates", "\(templatesDirectory): \(error)")
         }
         self.siteName = siteName
-        for kind in [PageKind.signin, .account, .recovery, .profile, .error, .deleted] {
+        for kind in [PageKind.signin, .account, .recovery, .profile, .error, .deleted, .logoutConfirm] {
             guard library.contains(kind.rawValue) else {
                 throw ConfigurationError("templates", "directory \(templatesDirectory) has no \(kind.rawValue).mustache")
             }

@@ -25,6 +25,9 @@ struct OIDCFixture {
     static let otherID = "rp-other"
     static let otherSecret = "an-other-secret-for-another-rp-42"
     static let otherRedirect = "https://other.example.com/callback"
+    /// Where the confidential client may send the person after signing out (RP-Initiated Logout).
+    static let confidentialSignedOut = "https://rp.example.com/signed-out"
+    static let otherSignedOut = "https://other.example.com/bye?from=siwa"
     static let publicID = "rp-public"
     static let publicRedirect = "https://spa.example.com/callback"
 
@@ -37,8 +40,11 @@ struct OIDCFixture {
         let clients = """
             [
               {"client_id": "\(Self.confidentialID)", "client_secret": "\(Self.confidentialSecret)",
-               "redirect_uris": ["\(Self.confidentialRedirect)", "\(Self.queryRedirect)"], "name": "Test RP"},
-              {"client_id": "\(Self.otherID)", "client_secret": "\(Self.otherSecret)", "redirect_uris": ["\(Self.otherRedirect)"]},
+               "redirect_uris": ["\(Self.confidentialRedirect)", "\(Self.queryRedirect)"], "name": "Test RP",
+               "post_logout_redirect_uris": ["\(Self.confidentialSignedOut)"]},
+              {"client_id": "\(Self.otherID)", "client_secret": "\(Self.otherSecret)", "redirect_uris": ["\(Self.otherRedirect)"],
+               "post_logout_redirect_uris": ["\(Self.otherSignedOut)"], "backchannel_logout_uri": "https://other.example.com/backchannel",
+               "backchannel_logout_session_required": true},
               {"client_id": "\(Self.publicID)", "redirect_uris": ["\(Self.publicRedirect)"], "name": "Test SPA"}
             ]
             """
