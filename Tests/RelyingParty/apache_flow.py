@@ -12,7 +12,14 @@ ErrorLog in a temporary folder, loading modules from /usr/lib/apache2/modules, a
 end. Journeys: `signed-in-first` signs in at siwa first, then opens the protected page (siwa answers
 with a code at once); `no-session` opens the protected page first and goes through the Apple sign-in
 (needs SPEC §10's rd). Exits 0 when the page shows the person's name and email.
+
+With --logout, the module's own logout URL follows (`/protected/redirect_uri?logout=<url>`): mod_auth_openidc
+ends its session and sends the browser to siwa's end_session_endpoint (from discovery) with id_token_hint and
+post_logout_redirect_uri=<url>, which the test registered for the client; siwa must end its session without
+asking and land the browser there. Then siwa's account page shows the sign-in page, and Apache's protected
+page sends the person back through siwa to Apple's consent sheet.
 """
+import urllib.parse
 import argparse
 import os
 import shutil
@@ -35,6 +42,15 @@ print(f'<!doctype html><html><body data-page="apache-protected"><h1>Apache prote
       f'<p>name: <span data-claim="name">{name}</span></p><p>email: <span data-claim="email">{email}</span></p>'
       f'<p>sub: <span data-claim="sub">{sub}</span></p></body></html>')
 """
+
+
+LOGGED_OUT = """<!doctype html><html><body data-page="apache-logged-out"><h1>Signed out of the app</h1></body></html>
+"""
+
+
+def logged_out_url(port):
+    """The post_logout_redirect_uri: an unprotected page of Apache's (EndToEndTests registers it)."""
+    return f"http://localhost:{port}/loggedout.html"
 
 
 def configuration(root, args):
@@ -130,7 +146,32 @@ def walk(args, root, report):
         assert "@" in email, f"OIDC_CLAIM_email is {email!r}"
         assert sub and sub not in expected.get("subs", {}).values(), f"OIDC_CLAIM_sub {sub!r} is empty or Apple's"
         report.ok(f"Apache passed on OIDC_CLAIM_name={name!r} OIDC_CLAIM_email={email!r} (sub {sub})")
+        if args.logout:
+            logout(args, page, shot, report, protected)
         browser.close()
+
+
+def logout(args, page, shot, report, protected):
+    """The app's own logout URL ends the siwa session through end_session_endpoint (RP-Initiated Logout)."""
+    target = logged_out_url(args.port)
+    page.goto(f"http://localhost:{args.port}/protected/redirect_uri?logout=" + urllib.parse.quote(target, safe=""))
+    try:
+        page.wait_for_selector('body[data-page="apache-logged-out"]', timeout=15000)
+    except Exception:
+        kind = page.evaluate("document.body ? document.body.getAttribute('data-page') : null")
+        shot("logout-ended-elsewhere")
+        raise AssertionError(f"the logout never reached the post_logout_redirect_uri: ended at {page.url}, data-page={kind!r}")
+    assert page.url.split("?")[0] == target, page.url
+    shot("apache-logged-out")
+    report.ok(f"mod_auth_openidc's logout went through siwa's end_session_endpoint to {page.url} without a confirmation")
+    page.goto(args.app + "/account")
+    page.wait_for_selector('body[data-page="signin"]', timeout=15000)
+    shot("siwa-signed-out")
+    report.ok("siwa's session ended: /account shows the sign-in page")
+    page.goto(protected)
+    page.wait_for_selector('body[data-page="emulator-sheet"]', timeout=15000)
+    shot("protected-page-asks-apple-again")
+    report.ok("Apache's protected page goes back through siwa to Apple's consent sheet")
 
 
 def main():
@@ -143,6 +184,7 @@ def main():
     parser.add_argument("--person", default="p1")
     parser.add_argument("--journey", choices=["signed-in-first", "no-session"], default="signed-in-first")
     parser.add_argument("--screenshots")
+    parser.add_argument("--logout", action="store_true", help="then the module's logout URL, through siwa's end_session_endpoint")
     args = parser.parse_args()
     if args.screenshots:
         os.makedirs(args.screenshots, exist_ok=True)
@@ -157,6 +199,9 @@ def main():
     with open(f"{root}/cgi/claims", "w") as script:
         script.write(CGI)
     os.chmod(f"{root}/cgi/claims", 0o755)
+    with open(f"{root}/htdocs/loggedout.html", "w") as page:
+        page.write(LOGGED_OUT)
+    os.chmod(f"{root}/htdocs/loggedout.html", 0o644)
     for folder in (root, f"{root}/htdocs", f"{root}/cgi"):
         os.chmod(folder, 0o755)
     with open(f"{root}/apache.conf", "w") as conf:
