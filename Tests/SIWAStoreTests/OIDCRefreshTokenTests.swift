@@ -62,6 +62,44 @@ extension OIDCRefreshOutcome {
 
 @Suite("OpenID refresh tokens on both backends")
 struct OIDCRefreshTokenTests {
+    @Test("sid (migration 15): stored with the code, read back by its exchange, kept by the family's refresh tokens; NULL stays nil",
+          arguments: Backend.allCases)
+    func sessionIDs(_ backend: Backend) async throws {
+        try await withDatabase(backend) { test in
+            // setup
+            let (account, _) = try await test.db.accounts.completeSignIn(signIn(sub: "oidc.sid"))
+            var code = oidcCode(userID: account.id)
+            code.scope = "openid offline_access"
+            code.sid = "0123456789abcdef0123456789abcdef"
+            try await test.db.oidc.insertOIDCCode(code)
+            let bare = oidcCode(userID: account.id)
+            try await test.db.oidc.insertOIDCCode(bare)
+
+            // MUT
+            let redemption = try await test.db.oidc.exchangeOIDCCode(codeHash: code.codeHash, now: 1_000) { c, _ in
+                var grant = oidcGrant(for: c, refreshHash: "rt-sid-1")
+                grant.refresh?.sid = c.sid
+                return grant
+            }
+            let rotated = try await test.db.oidc.refreshOIDC(presentedHash: "rt-sid-1", now: 1_100) { token, _ in
+                var grant = oidcRotation(of: token, next: "rt-sid-2", access: "at-sid-2", now: 1_100)
+                grant.refresh?.sid = token.sid
+                return grant
+            }
+            let plain = try await test.db.oidc.redeemOIDCCode(codeHash: bare.codeHash, now: 1_000) { c, _ in oidcAccessToken(for: c) }
+
+            // validate
+            guard case .issued(let issued, _) = redemption, case .rotated(let spent, _) = rotated, case .issued(let bareIssued, _) = plain else {
+                Issue.record("\(redemption) \(rotated) \(plain)")
+                return
+            }
+            #expect(issued.sid == code.sid)
+            #expect(spent.sid == code.sid)
+            #expect(try await test.db.oidc.oidcRefreshToken(tokenHash: "rt-sid-2")?.sid == code.sid)
+            #expect(bareIssued.sid == nil)
+        }
+    }
+
     @Test("a code's exchange stores the family's first refresh token; each refresh spends it and stores the next with the family's end; a refused refresh changes nothing",
           arguments: Backend.allCases)
     func rotation(_ backend: Backend) async throws {
