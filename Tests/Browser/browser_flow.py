@@ -210,6 +210,14 @@ def sessions_journey(browser, flow, emulator):
     page.click('[data-action="retry"]')
     flow.expect_page("account")
 
+    # An app's logout link without an id_token_hint (RP-Initiated Logout): a page that asks, and a GET alone
+    # signs nobody out (SPEC §11).
+    page.goto(flow.app + "/oidc/logout")
+    flow.expect_page("logout-confirm")
+    flow.step("oidc-logout-confirm")
+    page.goto(flow.app + "/account")
+    flow.expect_page("account")
+
     # The other browser is signed out: its next page is the sign-in page.
     phone_page.goto(flow.app + "/account")
     phone.expect_page("signin")

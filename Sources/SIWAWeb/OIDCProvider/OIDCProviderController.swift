@@ -233,10 +233,8 @@ struct OIDCProviderController: Sendable {
         // The keys before the code is spent: a database that cannot give them must not cost the client its code.
         let keys = try await signingKeys()
         let now = dependencies.now()
-        let accessToken = BearerSecret.generate()
-        let accessTokenHash = BearerSecret.hash(accessToken)
-        let refreshToken = BearerSecret.generate()
-        let refreshTokenHash = BearerSecret.hash(refreshToken)
+        let pair = NewTokenPair()
+        let (accessToken, accessTokenHash, refreshToken, refreshTokenHash) = (pair.access, pair.accessHash, pair.refresh, pair.refreshHash)
         let familyEnd = now + provider.refreshTokenLifetime
         let client = tokenRequest.client
         let redemption = try await dependencies.database.oidc.exchangeOIDCCode(codeHash: BearerSecret.hash(presented), now: now) { code, account in
@@ -285,10 +283,8 @@ struct OIDCProviderController: Sendable {
         guard BearerSecret.isWellFormed(presented) else { throw unknown }
         let keys = try await signingKeys()
         let now = dependencies.now()
-        let accessToken = BearerSecret.generate()
-        let accessTokenHash = BearerSecret.hash(accessToken)
-        let refreshToken = BearerSecret.generate()
-        let refreshTokenHash = BearerSecret.hash(refreshToken)
+        let pair = NewTokenPair()
+        let (accessToken, accessTokenHash, refreshToken, refreshTokenHash) = (pair.access, pair.accessHash, pair.refresh, pair.refreshHash)
         let outcome = try await dependencies.database.oidc.refreshOIDC(presentedHash: BearerSecret.hash(presented), now: now) { token, account in
             guard tokenRequest.problem(with: token) == nil else { return nil }
             return OIDCTokenGrant(
@@ -383,5 +379,19 @@ struct OIDCProviderController: Sendable {
         var response = Response.json(body, status: .unauthorized)
         response.headers[.wwwAuthenticate] = challenge
         return response
+    }
+}
+
+/// A new access token and refresh token with their hashes (only the hashes are stored), made before the
+/// store is asked so that its transaction holds no hashing.
+private struct NewTokenPair {
+    let access = BearerSecret.generate()
+    let refresh = BearerSecret.generate()
+    let accessHash: String
+    let refreshHash: String
+
+    init() {
+        accessHash = BearerSecret.hash(access)
+        refreshHash = BearerSecret.hash(refresh)
     }
 }
