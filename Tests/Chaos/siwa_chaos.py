@@ -412,11 +412,12 @@ def disk_full(args):
 
         # fill the filesystem, leaving a little room so that SQLite fails part-way through the load
         filler = os.path.join(mount, "filler")
-        with open(filler, "wb") as f:
+        # Unbuffered: a buffered file would keep the bytes the full disk refused and raise again when the
+        # `with` closes it (whether it does depends on how the free space divides into the writes).
+        with open(filler, "wb", buffering=0) as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)
-                    f.flush()
             except OSError:
                 pass
         # give some room back so that the disk runs out part-way through the sign-ins, not before the first
