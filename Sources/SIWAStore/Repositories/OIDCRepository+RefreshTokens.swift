@@ -65,7 +65,7 @@ extension OIDCRepository {
             guard let owner = try await sql.raw("""
                 SELECT user_id FROM oidc_refresh_tokens WHERE token_hash = \(bind: presentedHash)
                 """).first()?.decode(column: "user_id", as: String.self),
-                try await Self.lockOIDCPerson(sql, owner, lock: lock),
+                try await Self.lockPerson(sql, owner, lock: lock),
                 let token = try await sql.raw("""
                     SELECT \(unsafeRaw: Columns.list(Columns.oidcRefreshToken)) FROM oidc_refresh_tokens
                     WHERE token_hash = \(bind: presentedHash)
@@ -111,12 +111,6 @@ extension OIDCRepository {
                 WHERE token_hash = \(bind: tokenHash)
                 """).first()?.oidcRefreshToken()
         }
-    }
-
-    /// Inside a transaction: takes the person's row lock until it ends (PostgreSQL `FOR UPDATE`, `lock`);
-    /// false when there is no such person.
-    static func lockOIDCPerson(_ sql: any SQLDatabase, _ userID: String, lock: String) async throws -> Bool {
-        try await sql.raw("SELECT id FROM users WHERE id = \(bind: userID)\(unsafeRaw: lock)").first() != nil
     }
 
     /// Ends a family: its refresh tokens (spent ones too) and the access tokens issued with them. False when

@@ -148,7 +148,7 @@ extension OIDCRepository {
                 .decode(column: "user_id", as: String.self)
             else { return .unknown }
             // The person's lock, as a refresh takes it: a refresh of this family under way commits first.
-            _ = try await Self.lockOIDCPerson(sql, owner, lock: lock)
+            _ = try await Self.lockPerson(sql, owner, lock: lock)
             // A family is named by its code's hash, and its access tokens carry that hash: all of them go.
             let revoked = try await sql.raw("""
                 DELETE FROM oidc_access_tokens WHERE code_hash = \(bind: codeHash) RETURNING token_hash
